@@ -1,0 +1,35 @@
+-- Removing checkpoints; inlined where a script says `-- @include drop` (after keyschema).
+
+-- Remove one checkpoint with its writes and every index entry that points at it. Adds the
+-- refs of the blobs it used to `refs` (a set); whether a blob can go is decided by gc_blobs,
+-- because other checkpoints of the namespace may share it.
+local function drop_checkpoint(K, ns, id, refs)
+  local cp = K.checkpoint(ns, id)
+  local fields = redis.call("HMGET", cp, "bv", "r")
+  for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
+  if fields[2] then
+    local run_key = K.run(fields[2])
+    redis.call("SREM", run_key, ns .. ":" .. id)
+    if redis.call("SCARD", run_key) == 0 then redis.call("SREM", K.runs, fields[2]) end
+  end
+  redis.call("UNLINK", cp, K.writes(ns, id))
+  redis.call("SREM", K.writes_index(ns), id)
+  redis.call("ZREM", K.index(ns), id)
+end
+
+-- Unlink the candidate blobs of a namespace that no remaining checkpoint references.
+local function gc_blobs(K, ns, candidates)
+  if next(candidates) == nil then return end
+  for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
+    local bv = redis.call("HGET", K.checkpoint(ns, id), "bv")
+    for _, ref in ipairs(split_refs(bv)) do candidates[ref] = nil end
+  end
+  for ref in pairs(candidates) do redis.call("UNLINK", K.blob(ns, ref)) end
+end
+
+-- Forget a namespace in the thread index once it holds neither checkpoints nor writes.
+local function forget_empty_namespace(K, ns)
+  if redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
+    redis.call("SREM", K.thread, ns)
+  end
+end

@@ -1,0 +1,43 @@
+-- Reading checkpoints back; inlined where a script says `-- @include records` (after keyschema).
+
+-- One checkpoint as the Python core decodes it, or nil when its hash is gone:
+--   { ns, id, checkpoint, metadata, parent id | false, {ref, value, ...}, {field, record, ...} }
+-- A blob that no longer exists comes back as false next to its ref.
+-- With ttl > 0 every key read gets a fresh expiry (refresh_on_read).
+local function load_checkpoint(K, ns, id, ttl)
+  local cp = K.checkpoint(ns, id)
+  local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv")
+  if not fields[1] then return nil end
+  local blobs = {}
+  for _, ref in ipairs(split_refs(fields[4])) do
+    local key = K.blob(ns, ref)
+    blobs[#blobs + 1] = ref
+    blobs[#blobs + 1] = redis.call("GET", key)
+    expire(key, ttl)
+  end
+  local wkey = K.writes(ns, id)
+  local writes = redis.call("HGETALL", wkey)
+  if ttl > 0 then
+    expire(cp, ttl)
+    if #writes > 0 then expire(wkey, ttl) end
+  end
+  return { ns, id, fields[1], fields[2], fields[3] or false, blobs, writes }
+end
+
+-- True when the checkpoint's metadata matches every (field, canonical JSON) pair in ARGV
+-- from position `first` on, `count` pairs long. A missing key matches only JSON null.
+local function matches_filter(cp, first, count)
+  if count == 0 then return true end
+  local fields = {}
+  for j = 0, count - 1 do fields[#fields + 1] = ARGV[first + 2 * j] end
+  local values = redis.call("HMGET", cp, unpack(fields))
+  for j = 0, count - 1 do
+    local want, have = ARGV[first + 2 * j + 1], values[j + 1]
+    if have then
+      if have ~= want then return false end
+    elseif want ~= "null" then
+      return false
+    end
+  end
+  return true
+end

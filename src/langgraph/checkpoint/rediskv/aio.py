@@ -1,0 +1,248 @@
+"""``AsyncRedisSaver``: the core driven over an asyncio redis-py client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+
+import redis.asyncio as aredis
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    SerializerProtocol,
+)
+
+from .base import (
+    CONNECT_TIMEOUT,
+    MAX_CONNECTIONS,
+    POOL_TIMEOUT,
+    UNAVAILABLE,
+    RedisSaverBase,
+)
+from .core import Op, Request, ScanPage, ScriptCall, Stream
+from .scripts import script_sources
+
+T = TypeVar("T")
+
+
+class AsyncRedisSaver(RedisSaverBase):
+    """LangGraph checkpointer on plain Redis or Valkey, for asyncio.
+
+    Takes the same arguments as :class:`RedisSaver`; ``client`` is a ``redis.asyncio.Redis``.
+    The sync methods work from threads other than the event loop's (as in LangGraph's
+    AsyncPostgresSaver), e.g. for ``graph.get_state`` called from a worker thread.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: aredis.Redis | None = None,
+        prefix: str = "lg",
+        ttl: Any = None,
+        serde: SerializerProtocol | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        pool_timeout: float = POOL_TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        connect_url = self._setup(url, client, prefix, ttl, serde)
+        if connect_url is not None:
+            pool = aredis.BlockingConnectionPool.from_url(
+                connect_url,
+                max_connections=max_connections,
+                timeout=pool_timeout,
+                socket_connect_timeout=connect_timeout,
+            )
+            client = aredis.Redis(connection_pool=pool)
+        assert client is not None
+        self._client: aredis.Redis = client
+        self._scripts = {
+            name: client.register_script(source) for name, source in script_sources().items()
+        }
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, url: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[AsyncRedisSaver]:
+        saver = cls(url, **kwargs)
+        try:
+            yield saver
+        finally:
+            await saver.aclose()
+
+    @property
+    def client(self) -> aredis.Redis:
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connections the saver opened (never a client passed in)."""
+        if self._owns_client:
+            await self._client.aclose()
+            await self._client.connection_pool.disconnect()
+
+    async def __aenter__(self) -> AsyncRedisSaver:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- transport -----------------------------------------------------------------------
+    async def _send(self, request: Request) -> Any:
+        try:
+            if isinstance(request, ScriptCall):
+                return await self._scripts[request.name](keys=request.keys, args=request.args)
+            if isinstance(request, ScanPage):
+                return await self._client.scan(
+                    request.cursor, match=request.match, count=request.count
+                )
+            pipe = self._client.pipeline(transaction=False)
+            for call in request.calls:
+                await self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+            return await pipe.execute()
+        except UNAVAILABLE as exc:
+            raise self._unavailable(exc) from exc
+
+    async def _run(self, op: Op[T]) -> T:
+        self._loop = asyncio.get_running_loop()
+        reply: Any = None
+        try:
+            while True:
+                reply = await self._send(op.send(reply))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    async def _stream(self, stream: Stream) -> AsyncIterator[CheckpointTuple]:
+        self._loop = asyncio.get_running_loop()
+        reply: Any = None
+        while True:
+            try:
+                item = stream.send(reply)
+            except StopIteration:
+                return
+            if isinstance(item, CheckpointTuple):
+                reply = None
+                yield item
+            else:
+                reply = await self._send(item)
+
+    # -- the checkpointer contract ----------------------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._run(self._core.get_tuple(config))
+
+    def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        return self._stream(self._core.list(config, filter=filter, before=before, limit=limit))
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self._run(self._core.put(config, checkpoint, metadata, new_versions))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self._run(self._core.put_writes(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._run(self._core.delete_thread(thread_id))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._run(self._core.delete_for_runs(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._run(self._core.copy_thread(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._run(self._core.prune(thread_ids, strategy))
+
+    # -- sync API: the async calls, run on the saver's event loop from another thread ---------
+    def _on_loop(self, awaitable: Awaitable[T]) -> T:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None and running is self._loop:
+            raise asyncio.InvalidStateError(
+                "synchronous calls to AsyncRedisSaver are only allowed from a thread other than "
+                "its event loop's; there, use the async methods (await saver.aget_tuple(...), "
+                "await graph.ainvoke(...))"
+            )
+        if self._loop is None or self._loop.is_closed():
+            raise asyncio.InvalidStateError(
+                "AsyncRedisSaver has no running event loop yet: call an async method first, or "
+                "use RedisSaver for synchronous code"
+            )
+        return asyncio.run_coroutine_threadsafe(awaitable, self._loop).result()  # type: ignore[arg-type]
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._on_loop(self.aget_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        async def collect() -> list[CheckpointTuple]:
+            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+
+        return iter(self._on_loop(collect()))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._on_loop(self.aput(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._on_loop(self.aput_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._on_loop(self.adelete_thread(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._on_loop(self.adelete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._on_loop(self.acopy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._on_loop(self.aprune(thread_ids, strategy=strategy))

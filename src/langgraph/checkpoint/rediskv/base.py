@@ -1,0 +1,96 @@
+"""What the sync and the async saver share: settings, the core, and error translation."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, SerializerProtocol
+from langgraph.checkpoint.serde.base import maybe_add_typed_methods
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .core import SaverCore
+from .keys import KeySchema
+from .settings import parse_ttl, redact_url, resolve_url
+
+# Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
+# free connection (up to POOL_TIMEOUT seconds) instead of failing with "Too many connections".
+MAX_CONNECTIONS = 64
+POOL_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 5.0
+
+
+class RedisUnavailableError(RedisConnectionError):
+    """The Redis server could not be reached (a ``redis.exceptions.ConnectionError``)."""
+
+
+class RedisSaverBase(BaseCheckpointSaver[str]):
+    """Settings and the I/O-free core; subclasses add a transport."""
+
+    _core: SaverCore
+    _serde: SerializerProtocol = JsonPlusSerializer()
+    _owns_client: bool
+    _url: str
+
+    def _setup(
+        self,
+        url: str | None,
+        client: Any,
+        prefix: str,
+        ttl: Any,
+        serde: SerializerProtocol | None,
+    ) -> str | None:
+        """Validate the settings; returns the URL to connect to when no client was given."""
+        super().__init__(serde=serde)
+        self._core = SaverCore(KeySchema(prefix), self.serde, parse_ttl(ttl))
+        self._owns_client = client is None
+        if client is not None:
+            self._url = _describe_client(client)
+            return None
+        self._url = resolve_url(url)
+        return self._url
+
+    # The serializer lives in the core; keep them in step when LangGraph swaps it
+    # (BaseCheckpointSaver.with_allowlist assigns `serde` on a shallow copy).
+    @property  # type: ignore[override]
+    def serde(self) -> SerializerProtocol:
+        return self._serde
+
+    @serde.setter
+    def serde(self, value: SerializerProtocol) -> None:
+        self._serde = maybe_add_typed_methods(value)
+        if "_core" in self.__dict__:
+            self._core = self._core.with_serde(self._serde)
+
+    @property
+    def prefix(self) -> str:
+        return self._core.keys.prefix
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Versions unique across forks (as InMemorySaver makes them): a run resumed from an
+        old checkpoint never writes a blob under a version that a stored checkpoint uses."""
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(current.split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+    def _unavailable(self, exc: Exception) -> RedisUnavailableError:
+        return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")
+
+
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
+
+
+def _describe_client(client: Any) -> str:
+    try:
+        kwargs = client.connection_pool.connection_kwargs
+        if "path" in kwargs:
+            return f"unix://{kwargs['path']}"
+        return f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+    except AttributeError:
+        return repr(client)

@@ -1,0 +1,460 @@
+"""The saver's logic, free of I/O (in the sans-I/O style of h11).
+
+Every operation is a generator. It yields *requests* (:class:`ScriptCall`, :class:`ScanPage`,
+:class:`Batch`), receives each reply through ``send()``, and returns its result. A streaming
+operation (``list``) also yields :class:`CheckpointTuple` items, meant for the caller.
+:mod:`.transport` drives these generators over a sync or an asyncio redis-py client; nothing
+here knows which.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar, Union
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    SerializerProtocol,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+
+from .keys import KeySchema, blob_ref, decode_part, encode_part
+from .settings import TTLSettings
+
+T = TypeVar("T")
+Arg = Union[str, bytes, int]
+
+# list pages: at most this many checkpoints per script call (one round trip for limit <= 100),
+# and at most this many ids examined per namespace per call while a filter rejects them.
+LIST_PAGE = 100
+LIST_SCAN_BUDGET = 2000
+# SCAN COUNT hint, and how many per-thread script calls go into one pipeline.
+SCAN_COUNT = 1000
+BATCH_SIZE = 500
+
+PRUNE_STRATEGIES = {"keep_latest": "prune", "delete_all": "delete_thread", "delete": "delete_thread"}
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptCall:
+    """Run ``lua/<name>.lua``; the reply is the script's reply."""
+
+    name: str
+    keys: Sequence[str]
+    args: Sequence[Arg]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPage:
+    """One ``SCAN cursor MATCH match COUNT count``; the reply is ``(cursor, keys)``."""
+
+    cursor: int
+    match: str
+    count: int = SCAN_COUNT
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Script calls sent in one pipeline (not a transaction); the reply is their replies."""
+
+    calls: Sequence[ScriptCall]
+
+
+Request = Union[ScriptCall, ScanPage, Batch]
+Op = Generator[Request, Any, T]
+Stream = Generator[Union[Request, CheckpointTuple], Any, None]
+
+
+class SerializationError(TypeError):
+    """A value could not be serialized; nothing was written."""
+
+
+def _thread_id(config: RunnableConfig | None) -> str:
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if thread_id is None:
+        raise ValueError(
+            'config has no "thread_id": pass config={"configurable": {"thread_id": ...}} '
+            "(the thread_id names the conversation whose checkpoints are read or written)"
+        )
+    return str(thread_id)
+
+
+def _normalize_json(value: Any) -> Any:
+    """A JSON-ready copy of ``value`` in which equal Python values are equal, or TypeError."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TypeError("non-finite float")
+        return int(value) if value.is_integer() else value
+    if isinstance(value, (list, tuple)):
+        return [_normalize_json(v) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("non-string key")
+        return {k: _normalize_json(v) for k, v in value.items()}
+    raise TypeError(type(value).__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SaverCore:
+    """Key building, argument encoding and reply decoding for one saver."""
+
+    keys: KeySchema
+    serde: SerializerProtocol
+    ttl: TTLSettings | None = None
+
+    def with_serde(self, serde: SerializerProtocol) -> SaverCore:
+        return replace(self, serde=serde)
+
+    @property
+    def _ttl_seconds(self) -> int:
+        return self.ttl.seconds if self.ttl else 0
+
+    @property
+    def _read_ttl_seconds(self) -> int:
+        return self.ttl.read_refresh_seconds if self.ttl else 0
+
+    # -- encoding --------------------------------------------------------------------------
+    def dumps(self, value: Any, what: str) -> bytes:
+        """``b"<type>\\0<bytes>"``: the serializer's output, unwrapped."""
+        try:
+            type_, data = self.serde.dumps_typed(value)
+        except Exception as exc:
+            raise SerializationError(
+                f"cannot serialize {what} ({type(value).__name__}): {exc}"
+            ) from exc
+        return type_.encode() + b"\0" + bytes(data)
+
+    def loads(self, stored: bytes) -> Any:
+        type_, _, data = stored.partition(b"\0")
+        return self.serde.loads_typed((type_.decode(), data))
+
+    def canonical(self, value: Any) -> str:
+        """The metadata filter form of a value: equal values give equal strings, and values
+        of different JSON types never do (``7`` is not ``"7"``)."""
+        try:
+            return json.dumps(
+                _normalize_json(value), sort_keys=True, separators=(",", ":"), allow_nan=False
+            )
+        except TypeError:
+            # not JSON: compare the serializer's bytes instead
+            type_, data = self.serde.dumps_typed(value)
+            return "\0" + type_ + "\0" + bytes(data).hex()
+
+    @staticmethod
+    def _write_record(task_path: str, channel: str, stored: bytes) -> bytes:
+        path_b, channel_b = task_path.encode(), channel.encode()
+        return b"".join((f"{len(path_b)}:{len(channel_b)}:".encode(), path_b, channel_b, stored))
+
+    # -- decoding --------------------------------------------------------------------------
+    def _pending_writes(self, flat: Sequence[bytes]) -> list[PendingWrite]:
+        rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
+        for field, record in zip(flat[::2], flat[1::2]):
+            task_enc, _, idx = field.decode().rpartition(":")
+            task_id = decode_part(task_enc)
+            path_len, channel_len, rest = record.split(b":", 2)
+            p, c = int(path_len), int(channel_len)
+            task_path = rest[:p].decode()
+            channel = rest[p : p + c].decode()
+            value = self.loads(rest[p + c :])
+            rows.append((writes_sort_key(task_path, task_id, int(idx)), (task_id, channel, value)))
+        rows.sort(key=lambda row: row[0])
+        return [write for _, write in rows]
+
+    def decode_record(self, thread_id: str, record: Sequence[Any]) -> CheckpointTuple:
+        ns_enc, raw_id, ck, md, parent, blobs, writes = record
+        ns = decode_part(ns_enc.decode())
+        checkpoint_id = raw_id.decode()
+        checkpoint: Checkpoint = self.loads(ck)
+        values: dict[str, Any] = {}
+        for ref, stored in zip(blobs[::2], blobs[1::2]):
+            if stored is not None:
+                values[decode_part(ref.split(b":", 1)[0].decode())] = self.loads(stored)
+        checkpoint["channel_values"] = values
+        return CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=self.loads(md),
+            parent_config=_config(thread_id, ns, parent.decode()) if parent else None,
+            pending_writes=self._pending_writes(writes),
+        )
+
+    # -- operations --------------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Op[RunnableConfig]:
+        thread_id = _thread_id(config)
+        configurable = config["configurable"]
+        ns = configurable.get("checkpoint_ns") or ""
+        parent_id = configurable.get("checkpoint_id") or ""
+        checkpoint_id = checkpoint["id"]
+        tag, ns_enc = self.keys.tag(thread_id), encode_part(ns)
+
+        values = checkpoint["channel_values"]
+        versions = checkpoint["channel_versions"]
+        body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        stored_checkpoint = self.dumps(body, "the checkpoint")
+        full_metadata = get_serializable_checkpoint_metadata(config, metadata)
+        stored_metadata = self.dumps(full_metadata, "the checkpoint metadata")
+        refs = ",".join(blob_ref(ch, versions[ch]) for ch in values if ch in versions)
+        run_id = full_metadata.get("run_id")
+
+        meta_args: list[Arg] = [len(full_metadata)]
+        for key, value in full_metadata.items():
+            meta_args += [f"m:{key}", self.canonical(value)]
+        blob_args: list[Arg] = []
+        for channel, version in new_versions.items():
+            if channel in values:
+                stored = self.dumps(values[channel], f"channel {channel!r}")
+                blob_args += [blob_ref(channel, version), stored]
+
+        yield ScriptCall(
+            "put_checkpoint",
+            (
+                self.keys.thread(tag),
+                self.keys.index(tag, ns),
+                self.keys.checkpoint(tag, ns, checkpoint_id),
+            ),
+            (
+                self.keys.prefix, tag, ns_enc, checkpoint_id, parent_id,
+                stored_checkpoint, stored_metadata, refs,
+                encode_part(str(run_id)) if run_id is not None else "",
+                self._ttl_seconds,
+                *meta_args, len(blob_args) // 2, *blob_args,
+            ),
+        )
+        return _config(thread_id, ns, checkpoint_id)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> Op[None]:
+        thread_id = _thread_id(config)
+        configurable = config["configurable"]
+        ns = configurable.get("checkpoint_ns") or ""
+        checkpoint_id = configurable.get("checkpoint_id")
+        if not checkpoint_id:
+            raise ValueError('put_writes needs a config with "checkpoint_id"')
+        if not writes:
+            return None
+        tag = self.keys.tag(thread_id)
+        task_enc = encode_part(task_id)
+        args: list[Arg] = [encode_part(ns), checkpoint_id, self._ttl_seconds]
+        for idx, (channel, value) in enumerate(writes):
+            slot = WRITES_IDX_MAP.get(channel, idx)
+            stored = self.dumps(value, f"the write to channel {channel!r}")
+            # special channels (errors, interrupts, ...) replace; regular writes: first wins
+            mode = "u" if channel in WRITES_IDX_MAP else "f"
+            args += [f"{task_enc}:{slot}", self._write_record(task_path, channel, stored), mode]
+        yield ScriptCall(
+            "put_writes",
+            (
+                self.keys.thread(tag),
+                self.keys.writes_index(tag, ns),
+                self.keys.writes(tag, ns, checkpoint_id),
+            ),
+            args,
+        )
+        return None
+
+    def get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
+        thread_id = _thread_id(config)
+        ns = config["configurable"].get("checkpoint_ns") or ""
+        tag = self.keys.tag(thread_id)
+        record = yield ScriptCall(
+            "get_tuple",
+            (self.keys.index(tag, ns),),
+            (
+                self.keys.prefix, tag, encode_part(ns),
+                get_checkpoint_id(config) or "", self._read_ttl_seconds,
+            ),
+        )
+        return self.decode_record(thread_id, record) if record else None
+
+    def _list_call(
+        self,
+        thread_id: str,
+        ns: str | None,
+        only_id: str,
+        before: str,
+        page: int,
+        filter_args: Sequence[Arg],
+    ) -> ScriptCall:
+        tag = self.keys.tag(thread_id)
+        return ScriptCall(
+            "list_checkpoints",
+            (self.keys.thread(tag),),
+            (
+                self.keys.prefix, tag, "1" if ns is None else "0", encode_part(ns or ""),
+                only_id, before, page, LIST_SCAN_BUDGET, *filter_args,
+            ),
+        )
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Stream:
+        if limit is not None and limit <= 0:
+            return
+        filter_args: list[Arg] = [len(filter or {})]
+        for key, value in (filter or {}).items():
+            filter_args += [f"m:{key}", self.canonical(value)]
+        before_id = (get_checkpoint_id(before) or "") if before else ""
+        if config is None:
+            yield from self._list_all_threads(filter_args, before_id, limit)
+            return
+        thread_id = _thread_id(config)
+        ns = config["configurable"].get("checkpoint_ns")
+        only_id = get_checkpoint_id(config) or ""
+        remaining = limit
+        while True:
+            page = LIST_PAGE if remaining is None else min(remaining, LIST_PAGE)
+            reply = yield self._list_call(thread_id, ns, only_id, before_id, page, filter_args)
+            for record in reply[1:]:
+                yield self.decode_record(thread_id, record)
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return
+            if reply[0] is None:
+                return
+            before_id = reply[0].decode()
+
+    def _list_all_threads(
+        self, filter_args: Sequence[Arg], before_id: str, limit: int | None
+    ) -> Stream:
+        """list(None): every thread's pages merged newest first, fetched lazily."""
+        thread_ids = yield from self._scan_thread_ids()
+        page = LIST_PAGE if limit is None else min(limit, LIST_PAGE)
+        # heap entries: (_Newest(id), thread index, position in that thread's page)
+        pages: list[list[Any]] = [[] for _ in thread_ids]
+        cursors: list[str | None] = [before_id] * len(thread_ids)
+        heap: list[tuple[_Newest, int, int]] = []
+
+        def take(i: int, reply: Sequence[Any]) -> None:
+            pages[i] = list(reply[1:])
+            cursors[i] = reply[0].decode() if reply[0] is not None else None
+            if pages[i]:
+                heapq.heappush(heap, (_Newest(pages[i][0][1]), i, 0))
+
+        for start in range(0, len(thread_ids), BATCH_SIZE):
+            chunk = range(start, min(start + BATCH_SIZE, len(thread_ids)))
+            replies = yield Batch(
+                [self._list_call(thread_ids[i], None, "", before_id, page, filter_args) for i in chunk]
+            )
+            for i, reply in zip(chunk, replies):
+                take(i, reply)
+
+        emitted = 0
+        while heap:
+            _, i, pos = heapq.heappop(heap)
+            yield self.decode_record(thread_ids[i], pages[i][pos])
+            emitted += 1
+            if limit is not None and emitted >= limit:
+                return
+            if pos + 1 < len(pages[i]):
+                heapq.heappush(heap, (_Newest(pages[i][pos + 1][1]), i, pos + 1))
+            elif cursors[i] is not None:
+                reply = yield self._list_call(thread_ids[i], None, "", cursors[i] or "", page, filter_args)
+                take(i, reply)
+
+    def _scan_thread_ids(self) -> Op[list[str]]:
+        found: set[str] = set()
+        cursor = 0
+        while True:
+            cursor, keys = yield ScanPage(cursor, self.keys.thread_pattern())
+            found.update(self.keys.thread_id_of(k.decode()) for k in keys)
+            if int(cursor) == 0:
+                return sorted(found)
+
+    def _thread_call(self, name: str, thread_id: str, *extra: Arg) -> ScriptCall:
+        tag = self.keys.tag(thread_id)
+        return ScriptCall(
+            name, (self.keys.thread(tag), self.keys.runs(tag)), (self.keys.prefix, tag, *extra)
+        )
+
+    def _batched(self, calls: Iterable[ScriptCall]) -> Op[None]:
+        pending = list(calls)
+        for start in range(0, len(pending), BATCH_SIZE):
+            yield Batch(pending[start : start + BATCH_SIZE])
+
+    def delete_thread(self, thread_id: str) -> Op[None]:
+        yield self._thread_call("delete_thread", str(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> Op[None]:
+        if not run_ids:
+            return
+        encoded = [encode_part(str(r)) for r in run_ids]
+        thread_ids = yield from self._scan_thread_ids()
+        yield from self._batched(self._thread_call("delete_for_runs", t, *encoded) for t in thread_ids)
+
+    def prune(self, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op[None]:
+        script = PRUNE_STRATEGIES.get(strategy)
+        if script is None:
+            raise ValueError(
+                f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'"
+            )
+        yield from self._batched(self._thread_call(script, str(t)) for t in thread_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
+        source, target = str(source_thread_id), str(target_thread_id)
+        if source == target:
+            return
+        records = yield self._thread_call("export_thread", source)
+        if not records:
+            return
+        target_tag = self.keys.tag(target)
+        yield ScriptCall(
+            "import_thread",
+            (self.keys.thread(target_tag), self.keys.runs(target_tag)),
+            (self.keys.prefix, target_tag, self._ttl_seconds, *records),
+        )
+
+
+class _Newest:
+    """Heap key that pops the lexically greatest checkpoint id (the newest) first."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, checkpoint_id: bytes) -> None:
+        self.id = checkpoint_id
+
+    def __lt__(self, other: _Newest) -> bool:
+        return self.id > other.id
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }

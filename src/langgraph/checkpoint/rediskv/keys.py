@@ -1,0 +1,134 @@
+"""The key schema: every Redis key the saver reads or writes is built here.
+
+Encoding
+--------
+Thread ids, checkpoint namespaces, checkpoint ids, channel names, channel versions and run ids
+can be any string. Each is *percent-encoded* before it becomes part of a key: its UTF-8 bytes
+are kept when they are ASCII letters, digits or one of ``- . _ ~`` and written as ``%XX``
+(upper-case hex) otherwise. So an encoded part
+
+* never contains ``:`` (the separator), so parts cannot run into each other: thread ``k:x``
+  with namespace ``y:z`` and thread ``k`` with namespace ``x:y:z`` get different keys;
+* never contains a glob character (``* ? [ ] \\``), so ``SCAN MATCH`` patterns built from it
+  match exactly one thread: listing thread ``a*`` never touches thread ``ab``;
+* never contains ``{`` or ``}``, so the hash tag stays the one we put there;
+* decodes back to the original string (the encoding is injective).
+
+The encoding of an empty thread id would leave an empty hash tag ``{}``, which Redis Cluster
+ignores; it is written as ``%`` instead (a bare ``%`` is never produced otherwise).
+
+Layout (``P`` is the prefix, ``T`` the encoded thread id, ``N`` the encoded namespace, ``I``
+the encoded checkpoint id). Every key of a thread carries the hash tag ``{T}``, so all of them
+live in one Redis Cluster slot and every per-thread script stays on one node::
+
+    P:th:{T}            SET    encoded namespaces of the thread (the thread index)
+    P:idx:{T}:N         ZSET   raw checkpoint ids, all scored 0: lexical order = time order
+    P:cp:{T}:N:I        HASH   one checkpoint: ck, md, p (parent id), bv (blob refs), r (run),
+                               m:<key> (canonical JSON of each metadata value, for filters)
+    P:w:{T}:N:I         HASH   pending writes of one checkpoint, field "<task>:<idx>"
+    P:wi:{T}:N          SET    raw ids of the checkpoints that have writes (the writes index)
+    P:blob:{T}:N:C:V    STRING one channel value at one version: b"<type>\\0<bytes>"
+    P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
+    P:run:{T}:R         SET    "N:<raw id>" of each checkpoint of run R (the run index)
+
+The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/test_keys.py`` checks
+that both produce the same keys.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from urllib.parse import unquote_to_bytes
+
+_SAFE_BYTES = frozenset((string.ascii_letters + string.digits + "-._~").encode())
+_ENCODED_BYTE = [chr(b) if b in _SAFE_BYTES else f"%{b:02X}" for b in range(256)]
+_PREFIX_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+EMPTY_THREAD = "%"
+
+
+def encode_part(value: str) -> str:
+    """Percent-encode one key part (see the module docstring)."""
+    if value.isascii() and value.isalnum():
+        return value  # the common case (uuids without dashes, plain names): nothing to escape
+    return "".join([_ENCODED_BYTE[b] for b in value.encode("utf-8", "surrogatepass")])
+
+
+def decode_part(encoded: str) -> str:
+    """Invert :func:`encode_part`."""
+    return unquote_to_bytes(encoded).decode("utf-8", "surrogatepass")
+
+
+def validate_prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
+        raise ValueError(
+            f"invalid key prefix {prefix!r}: use 1-64 characters from A-Z a-z 0-9 _ . - "
+            "(no ':', spaces, braces or glob characters, so that key patterns stay exact)"
+        )
+    return prefix
+
+
+class KeySchema:
+    """Builds the keys of one prefix. Pure functions of their arguments; no I/O."""
+
+    __slots__ = ("prefix",)
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = validate_prefix(prefix)
+
+    # -- parts ---------------------------------------------------------------------------
+    @staticmethod
+    def tag(thread_id: str) -> str:
+        """The hash tag shared by every key of a thread: ``{T}``."""
+        return "{" + (encode_part(thread_id) or EMPTY_THREAD) + "}"
+
+    @staticmethod
+    def thread_from_tag(tag: str) -> str:
+        inner = tag[1:-1]
+        return "" if inner == EMPTY_THREAD else decode_part(inner)
+
+    # -- keys ----------------------------------------------------------------------------
+    def thread(self, tag: str) -> str:
+        return f"{self.prefix}:th:{tag}"
+
+    def runs(self, tag: str) -> str:
+        return f"{self.prefix}:runs:{tag}"
+
+    def index(self, tag: str, ns: str) -> str:
+        return f"{self.prefix}:idx:{tag}:{encode_part(ns)}"
+
+    def writes_index(self, tag: str, ns: str) -> str:
+        return f"{self.prefix}:wi:{tag}:{encode_part(ns)}"
+
+    def checkpoint(self, tag: str, ns: str, checkpoint_id: str) -> str:
+        return f"{self.prefix}:cp:{tag}:{encode_part(ns)}:{encode_part(checkpoint_id)}"
+
+    def writes(self, tag: str, ns: str, checkpoint_id: str) -> str:
+        return f"{self.prefix}:w:{tag}:{encode_part(ns)}:{encode_part(checkpoint_id)}"
+
+    def blob(self, tag: str, ns: str, channel: str, version: str | int | float) -> str:
+        return f"{self.prefix}:blob:{tag}:{encode_part(ns)}:{blob_ref(channel, version)}"
+
+    def run(self, tag: str, run_id: str) -> str:
+        return f"{self.prefix}:run:{tag}:{encode_part(run_id)}"
+
+    # -- patterns ------------------------------------------------------------------------
+    def thread_pattern(self) -> str:
+        """SCAN pattern matching the thread index of every thread under this prefix."""
+        return f"{self.prefix}:th:*"
+
+    def all_keys_pattern(self) -> str:
+        return f"{self.prefix}:*"
+
+    def thread_keys_pattern(self, thread_id: str) -> str:
+        """SCAN pattern matching every key of one thread (exact: parts are glob-safe)."""
+        return f"{self.prefix}:*:{self.tag(thread_id)}*"
+
+    def thread_id_of(self, thread_key: str) -> str:
+        """The thread id of a key returned by a SCAN over :meth:`thread_pattern`."""
+        return self.thread_from_tag(thread_key[len(self.prefix) + 4 :])
+
+
+def blob_ref(channel: str, version: str | int | float) -> str:
+    """``C:V``: a blob's key suffix within its (thread, namespace), as stored in ``bv``."""
+    return f"{encode_part(channel)}:{encode_part(str(version))}"

@@ -1,0 +1,86 @@
+"""Validation of the saver's settings (URL, TTL), done once at construction."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+DEFAULT_URL = "redis://localhost:6379/0"
+_SCHEMES = ("redis", "rediss", "unix")
+
+
+def resolve_url(url: str | None) -> str:
+    """``url``, else ``$REDIS_URL``, else the local default; the scheme is checked."""
+    resolved = url or os.environ.get("REDIS_URL") or DEFAULT_URL
+    scheme = urlsplit(resolved).scheme
+    if scheme not in _SCHEMES:
+        raise ValueError(
+            f"unsupported Redis URL {redact_url(resolved)!r}: the scheme must be one of "
+            + ", ".join(f"{s}://" for s in _SCHEMES)
+        )
+    return resolved
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for error messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclass(frozen=True, slots=True)
+class TTLSettings:
+    """Expiry of a thread's keys: ``seconds`` after its last write (or read, when
+    ``refresh_on_read``)."""
+
+    seconds: int
+    refresh_on_read: bool = False
+
+    @property
+    def read_refresh_seconds(self) -> int:
+        return self.seconds if self.refresh_on_read else 0
+
+
+def parse_ttl(ttl: Any) -> TTLSettings | None:
+    """Accept ``{"default_ttl": minutes | timedelta, "refresh_on_read": bool}`` (the shape of
+    langgraph-checkpoint-redis), a bare ``timedelta``, or ``None`` for no expiry."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        ttl = {"default_ttl": ttl}
+    if not isinstance(ttl, dict):
+        raise ValueError(
+            f"invalid ttl {ttl!r}: expected None, a timedelta, or a dict like "
+            '{"default_ttl": 60, "refresh_on_read": True} (default_ttl in minutes)'
+        )
+    unknown = set(ttl) - {"default_ttl", "refresh_on_read"}
+    if unknown:
+        raise ValueError(
+            f"invalid ttl: unknown key(s) {sorted(unknown)}; use default_ttl and refresh_on_read"
+        )
+    if ttl.get("default_ttl") is None:
+        return None
+    default = ttl["default_ttl"]
+    if isinstance(default, timedelta):
+        seconds_f = default.total_seconds()
+    elif isinstance(default, (int, float)) and not isinstance(default, bool):
+        seconds_f = float(default) * 60
+    else:
+        raise ValueError(
+            f"invalid ttl: default_ttl must be minutes (int or float) or a timedelta, "
+            f"not {type(default).__name__}"
+        )
+    if not math.isfinite(seconds_f) or seconds_f <= 0:
+        raise ValueError(f"invalid ttl: default_ttl must be positive, got {default!r}")
+    refresh = ttl.get("refresh_on_read", False)
+    if not isinstance(refresh, bool):
+        raise ValueError(
+            f"invalid ttl: refresh_on_read must be True or False, not {refresh!r}"
+        )
+    return TTLSettings(seconds=max(1, math.ceil(seconds_f)), refresh_on_read=refresh)
