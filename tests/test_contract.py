@@ -1,0 +1,299 @@
+"""The checkpointer contract beyond the conformance suite: exact filters, ordering, paging,
+write semantics, storage layout and the extended operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from langgraph.checkpoint.base import ERROR, INTERRUPT, Checkpoint, empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv.keys import KeySchema
+
+from .conftest import keys_of
+
+
+def cfg(thread_id: str, ns: str = "", checkpoint_id: str | None = None, **extra: Any) -> Any:
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns, **extra}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def make_checkpoint(values: dict[str, Any], versions: dict[str, Any]) -> Checkpoint:
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = str(uuid6(clock_seq=-1))
+    checkpoint["channel_values"] = dict(values)
+    checkpoint["channel_versions"] = dict(versions)
+    return checkpoint
+
+
+def chain(saver: RedisSaver, thread_id: str, metadatas: list[dict[str, Any]], ns: str = "") -> list[str]:
+    """Put one checkpoint per metadata, each the child of the previous; returns their ids."""
+    ids: list[str] = []
+    version = None
+    for md in metadatas:
+        version = saver.get_next_version(version, None)
+        checkpoint = make_checkpoint({"n": len(ids)}, {"n": version})
+        parent = ids[-1] if ids else None
+        saver.put(cfg(thread_id, ns, parent), checkpoint, md, {"n": version})
+        ids.append(checkpoint["id"])
+    return ids
+
+
+def listed_ids(saver: RedisSaver, config: Any, **kw: Any) -> list[str]:
+    return [t.checkpoint["id"] for t in saver.list(config, **kw)]
+
+
+# -- metadata filters ---------------------------------------------------------------------
+def test_filter_is_exact_on_types_nesting_and_none(saver: RedisSaver) -> None:
+    ids = chain(
+        saver,
+        "t",
+        [
+            {"source": "input", "step": 7},
+            {"source": "loop", "step": "7"},
+            {"source": "loop", "step": 7.0, "extra": None},
+            {"source": "loop", "step": 8, "nested": {"a": [1, 2], "b": {"c": None}}},
+            {"source": "loop", "step": 9, "flag": True},
+            {"source": "loop", "step": 10, "flag": 1},
+        ],
+    )
+    newest_first = ids[::-1]
+
+    def matching(f: dict[str, Any]) -> list[str]:
+        return listed_ids(saver, cfg("t"), filter=f)
+
+    assert matching({"step": 7}) == [ids[2], ids[0]]  # 7.0 == 7, as in Python
+    assert matching({"step": "7"}) == [ids[1]]
+    assert matching({"nested": {"b": {"c": None}, "a": [1, 2]}}) == [ids[3]]
+    assert matching({"nested": {"a": [2, 1], "b": {"c": None}}}) == []
+    assert matching({"nested": {"a": [1, 2]}}) == []  # whole values, not sub-documents
+    # None matches a stored None and a missing key, as InMemorySaver does
+    assert matching({"extra": None}) == newest_first
+    assert matching({"flag": True}) == [ids[4]]
+    assert matching({"flag": 1}) == [ids[5]]  # JSON types: true is not 1
+    assert matching({"source": "loop", "step": 8}) == [ids[3]]
+    assert matching({"source": "input", "step": 8}) == []
+    assert matching({"missing": "x"}) == []
+    assert matching({}) == newest_first
+
+
+def test_metadata_is_stored_whole_with_keys_from_the_config(saver: RedisSaver) -> None:
+    config = {
+        "configurable": {"thread_id": "t", "checkpoint_ns": "", "user_id": "u-1", "__secret": "x"},
+        "metadata": {"tenant": "acme", "priority": 3},
+    }
+    checkpoint = make_checkpoint({}, {})
+    md = {"source": "input", "step": -1, "parents": {}, "custom": {"deep": [1, {"x": None}]}}
+    saver.put(config, checkpoint, md, {})  # type: ignore[arg-type]
+    tup = saver.get_tuple(cfg("t"))
+    assert tup is not None
+    assert tup.metadata == {
+        "source": "input",
+        "step": -1,
+        "parents": {},
+        "custom": {"deep": [1, {"x": None}]},
+        "user_id": "u-1",
+        "tenant": "acme",
+        "priority": 3,
+    }
+    assert listed_ids(saver, None, filter={"user_id": "u-1", "priority": 3}) == [checkpoint["id"]]
+
+
+# -- ordering and paging ---------------------------------------------------------------------
+def test_list_order_before_and_limit(saver: RedisSaver) -> None:
+    ids = chain(saver, "t", [{"step": i} for i in range(6)])
+    assert listed_ids(saver, cfg("t")) == ids[::-1]
+    assert listed_ids(saver, cfg("t"), limit=2) == [ids[5], ids[4]]
+    assert listed_ids(saver, cfg("t"), before=cfg("t", checkpoint_id=ids[3])) == [ids[2], ids[1], ids[0]]
+    assert listed_ids(saver, cfg("t"), before=cfg("t", checkpoint_id=ids[3]), limit=1) == [ids[2]]
+    assert listed_ids(saver, cfg("t", checkpoint_id=ids[2])) == [ids[2]]
+    assert listed_ids(saver, cfg("t"), limit=0) == []
+    tup = next(iter(saver.list(cfg("t"), limit=1)))
+    assert tup.parent_config == cfg("t", checkpoint_id=ids[4])
+    assert tup.checkpoint["channel_values"] == {"n": 5}
+
+
+def test_list_pages_through_long_histories_with_selective_filters(saver: RedisSaver) -> None:
+    # 2,300 checkpoints: more than a page (100) and more than one scan budget (2,000), with
+    # the only matches at the very beginning of the history
+    metadatas = [{"step": i, "mark": i < 3} for i in range(2300)]
+    ids = chain(saver, "t", metadatas)
+    assert listed_ids(saver, cfg("t")) == ids[::-1]
+    assert listed_ids(saver, cfg("t"), filter={"mark": True}) == [ids[2], ids[1], ids[0]]
+    assert listed_ids(saver, cfg("t"), filter={"mark": True}, limit=2) == [ids[2], ids[1]]
+    assert listed_ids(saver, cfg("t"), limit=150)[-1] == ids[-150]
+
+
+def test_list_merges_namespaces_newest_first(saver: RedisSaver) -> None:
+    root = chain(saver, "t", [{"step": 0}])
+    child = chain(saver, "t", [{"step": 0}, {"step": 1}], ns="child:1")
+    root += chain(saver, "t", [{"step": 1}])
+    both = sorted(root + child, reverse=True)
+    assert listed_ids(saver, {"configurable": {"thread_id": "t"}}) == both
+    assert listed_ids(saver, cfg("t", ns="child:1")) == child[::-1]
+    assert listed_ids(saver, cfg("t")) == sorted(root, reverse=True)
+    namespaces = [t.config["configurable"]["checkpoint_ns"] for t in saver.list({"configurable": {"thread_id": "t"}})]
+    assert namespaces == ["" if i in root else "child:1" for i in both]
+
+
+def test_list_none_searches_every_thread_newest_first(saver: RedisSaver) -> None:
+    a = chain(saver, "a", [{"user_id": "u1"}, {"user_id": "u2"}])
+    b = chain(saver, "b", [{"user_id": "u1"}])
+    a += chain(saver, "a", [{"user_id": "u1"}])
+    all_ids = sorted(a + b, reverse=True)
+    assert listed_ids(saver, None) == all_ids
+    assert listed_ids(saver, None, limit=2) == all_ids[:2]
+    assert listed_ids(saver, None, filter={"user_id": "u1"}) == [a[2], b[0], a[0]]
+    assert listed_ids(saver, None, filter={"user_id": "u1"}, before=cfg("x", checkpoint_id=a[2])) == [b[0], a[0]]
+    threads = [t.config["configurable"]["thread_id"] for t in saver.list(None)]
+    assert threads == ["a", "b", "a", "a"]
+
+
+async def test_async_list_none_matches_sync(async_saver: AsyncRedisSaver, server_url: str) -> None:
+    with RedisSaver(server_url, prefix=async_saver.prefix) as sync_saver:
+        ids = chain(sync_saver, "a", [{"k": 1}, {"k": 2}]) + chain(sync_saver, "b", [{"k": 1}])
+        got = [t.checkpoint["id"] async for t in async_saver.alist(None, filter={"k": 1})]
+        assert got == sorted([ids[0], ids[2]], reverse=True)
+        assert got == listed_ids(sync_saver, None, filter={"k": 1})
+
+
+# -- writes ------------------------------------------------------------------------------------
+def test_put_writes_first_wins_special_channels_upsert_and_sort_by_task_path(saver: RedisSaver) -> None:
+    (cid,) = chain(saver, "t", [{"step": 0}])
+    config = cfg("t", checkpoint_id=cid)
+    # task ids sort in the opposite order of their paths: the path must decide
+    saver.put_writes(config, [("a", 1), ("b", 2)], "task-z", "~path-a")
+    saver.put_writes(config, [("a", 3)], "task-a", "~path-b")
+    saver.put_writes(config, [("a", 99), ("b", 99)], "task-z", "~path-a")  # retry: first wins
+    saver.put_writes(config, [(ERROR, "boom")], "task-a", "~path-b")
+    saver.put_writes(config, [(ERROR, "boom again")], "task-a", "~path-b")  # special: upsert
+    saver.put_writes(config, [(INTERRUPT, {"q": 1})], "task-i", "")
+    tup = saver.get_tuple(config)
+    assert tup is not None
+    assert tup.pending_writes == [
+        ("task-i", INTERRUPT, {"q": 1}),  # no path sorts first
+        ("task-z", "a", 1),
+        ("task-z", "b", 2),
+        ("task-a", ERROR, "boom again"),  # idx -1 before idx 0
+        ("task-a", "a", 3),
+    ]
+
+
+# -- storage -------------------------------------------------------------------------------
+def test_blobs_written_once_per_version_as_raw_serializer_bytes(saver: RedisSaver, client: redis.Redis) -> None:
+    keys = KeySchema(saver.prefix)
+    tag = keys.tag("t")
+    v1, w1 = saver.get_next_version(None, None), saver.get_next_version(None, None)
+    first = make_checkpoint({"a": "A1", "b": b"\x00raw"}, {"a": v1, "b": w1})
+    saver.put(cfg("t"), first, {"step": 0}, {"a": v1, "b": w1})
+    v2 = saver.get_next_version(v1, None)
+    second = make_checkpoint({"a": "A2", "b": b"\x00raw"}, {"a": v2, "b": w1})
+    saver.put(cfg("t", checkpoint_id=first["id"]), second, {"step": 1}, {"a": v2})
+
+    blob_keys = keys_of(client, f"{saver.prefix}:blob:*")
+    assert blob_keys == sorted([keys.blob(tag, "", "a", v1), keys.blob(tag, "", "a", v2), keys.blob(tag, "", "b", w1)])
+    type_a, data_a = saver.serde.dumps_typed("A2")
+    assert client.get(keys.blob(tag, "", "a", v2)) == type_a.encode() + b"\0" + data_a
+    assert client.get(keys.blob(tag, "", "b", w1)) == b"bytes\0\x00raw"
+    old = saver.get_tuple(cfg("t", checkpoint_id=first["id"]))
+    new = saver.get_tuple(cfg("t"))
+    assert old is not None and new is not None
+    assert old.checkpoint["channel_values"] == {"a": "A1", "b": b"\x00raw"}
+    assert new.checkpoint["channel_values"] == {"a": "A2", "b": b"\x00raw"}
+
+
+def test_versions_are_unique_across_forks(saver: RedisSaver) -> None:
+    base = saver.get_next_version(None, None)
+    forks = {saver.get_next_version(base, None) for _ in range(50)}
+    assert len(forks) == 50
+    assert all(v > base for v in forks)
+    assert all(v.split(".")[0] == f"{2:032}" for v in forks)
+
+
+def test_a_fork_never_changes_a_stored_checkpoint(saver: RedisSaver) -> None:
+    v1 = saver.get_next_version(None, None)
+    root = make_checkpoint({"x": "root"}, {"x": v1})
+    saver.put(cfg("t"), root, {"step": 0}, {"x": v1})
+    children = []
+    for label in ["left", "right"]:  # two runs resumed from the same checkpoint
+        v = saver.get_next_version(v1, None)
+        child = make_checkpoint({"x": label}, {"x": v})
+        saver.put(cfg("t", checkpoint_id=root["id"]), child, {"step": 1}, {"x": v})
+        children.append(child["id"])
+    values = {
+        cid: saver.get_tuple(cfg("t", checkpoint_id=cid)).checkpoint["channel_values"]  # type: ignore[union-attr]
+        for cid in [root["id"], *children]
+    }
+    assert values == {root["id"]: {"x": "root"}, children[0]: {"x": "left"}, children[1]: {"x": "right"}}
+
+
+# -- extended operations ---------------------------------------------------------------------
+def test_copy_thread_makes_an_independent_copy(saver: RedisSaver, client: redis.Redis) -> None:
+    ids = chain(saver, "src", [{"run_id": "r1"}, {"run_id": "r2"}])
+    saver.put_writes(cfg("src", checkpoint_id=ids[-1]), [("n", 5)], "task", "~p")
+    saver.copy_thread("src", "dst")
+    saver.delete_thread("src")
+    assert keys_of(client, KeySchema(saver.prefix).thread_keys_pattern("src")) == []
+    copied = list(saver.list(cfg("dst")))
+    assert [t.checkpoint["id"] for t in copied] == ids[::-1]
+    assert [t.checkpoint["channel_values"] for t in copied] == [{"n": 1}, {"n": 0}]
+    assert copied[0].pending_writes == [("task", "n", 5)]
+    assert copied[0].config["configurable"]["thread_id"] == "dst"
+    saver.delete_for_runs(["r1"])  # the run index came along with the copy
+    assert listed_ids(saver, cfg("dst")) == [ids[1]]
+
+
+def test_delete_for_runs_keeps_blobs_that_survivors_use(saver: RedisSaver, client: redis.Redis) -> None:
+    v = saver.get_next_version(None, None)
+    first = make_checkpoint({"shared": "S"}, {"shared": v})
+    saver.put(cfg("t"), first, {"run_id": "old"}, {"shared": v})
+    second = make_checkpoint({"shared": "S"}, {"shared": v})  # same version: shares the blob
+    saver.put(cfg("t", checkpoint_id=first["id"]), second, {"run_id": "new"}, {})
+    saver.delete_for_runs(["old"])
+    tup = saver.get_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"shared": "S"}
+    assert listed_ids(saver, cfg("t")) == [second["id"]]
+    saver.delete_for_runs(["new"])
+    assert keys_of(client, f"{saver.prefix}:*") == []
+
+
+def test_prune_keep_latest_leaves_exactly_the_latest(saver: RedisSaver, client: redis.Redis) -> None:
+    ids = chain(saver, "t", [{"step": i, "run_id": f"r{i}"} for i in range(4)])
+    saver.put_writes(cfg("t", checkpoint_id=ids[0]), [("n", 0)], "old-task")
+    saver.put_writes(cfg("t", checkpoint_id=ids[-1]), [("n", 9)], "new-task")
+    saver.prune(["t"], strategy="keep_latest")
+    keys = KeySchema(saver.prefix)
+    tag = keys.tag("t")
+    tup = saver.get_tuple(cfg("t"))
+    assert tup is not None
+    version = tup.checkpoint["channel_versions"]["n"]
+    assert keys_of(client, f"{saver.prefix}:*") == sorted(
+        [
+            keys.thread(tag),
+            keys.index(tag, ""),
+            keys.checkpoint(tag, "", ids[-1]),
+            keys.writes(tag, "", ids[-1]),
+            keys.writes_index(tag, ""),
+            keys.blob(tag, "", "n", version),
+            keys.runs(tag),
+            keys.run(tag, "r3"),
+        ]
+    )
+    assert tup.checkpoint["channel_values"] == {"n": 3}
+    assert tup.pending_writes == [("new-task", "n", 9)]
+    saver.prune(["t"], strategy="delete_all")
+    assert keys_of(client, f"{saver.prefix}:*") == []
+
+
+@pytest.mark.parametrize("strategy", ["keep_latest", "delete_all"])
+async def test_async_prune_matches_sync(async_saver: AsyncRedisSaver, server_url: str, strategy: str) -> None:
+    with RedisSaver(server_url, prefix=async_saver.prefix) as sync_saver:
+        ids = chain(sync_saver, "t", [{"step": i} for i in range(3)])
+    await async_saver.aprune(["t"], strategy=strategy)
+    left = [t.checkpoint["id"] async for t in async_saver.alist(cfg("t"))]
+    assert left == ([ids[-1]] if strategy == "keep_latest" else [])
