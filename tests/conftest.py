@@ -97,3 +97,42 @@ async def async_saver(server_url: str, prefix: str) -> AsyncIterator[AsyncRedisS
 def keys_of(client: redis.Redis, pattern: str) -> list[str]:
     """Every key matching ``pattern``, decoded and sorted (SCAN, never KEYS)."""
     return sorted(k.decode() for k in client.scan_iter(match=pattern, count=1000))
+
+
+@pytest.fixture(scope="session")
+def own_server_url() -> Iterator[str]:
+    """An embedded Valkey that only this test session uses, for tests that act on the whole
+    server (SCRIPT FLUSH, restarts), which must never touch a shared server."""
+    url, server = _start_embedded_valkey()
+    try:
+        yield url
+    finally:
+        server.stop()  # type: ignore[attr-defined]
+
+
+class RoundTrips:
+    """Counts what a client sends to the server: one count per packed send, so a pipeline
+    counts once, and a NOSCRIPT fallback counts every retry."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import redis.asyncio.connection as async_connection
+        import redis.connection as sync_connection
+
+        self.count = 0
+        for module in (sync_connection, async_connection):
+            cls = module.AbstractConnection
+            original = cls.send_packed_command
+
+            def counted(conn: object, *args: object, __original: object = original, **kw: object) -> object:
+                self.count += 1
+                return __original(conn, *args, **kw)  # type: ignore[operator]
+
+            monkeypatch.setattr(cls, "send_packed_command", counted)
+
+    def reset(self) -> None:
+        self.count = 0
+
+
+@pytest.fixture
+def round_trips(monkeypatch: pytest.MonkeyPatch) -> RoundTrips:
+    return RoundTrips(monkeypatch)
