@@ -1,5 +1,6 @@
 --[[
-  delete_thread: remove every key of one thread: checkpoints, writes, blobs and indexes.
+  delete_thread: remove every key of one thread: checkpoints, writes, blobs, indexes and the
+  thread's own ttl setting.
 
   KEYS[1]  P:th:{T}         thread index (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the thread
@@ -29,5 +30,5 @@ end
 for _, run in ipairs(redis.call("SMEMBERS", KEYS[2])) do
   redis.call("UNLINK", K.run(run))
 end
-redis.call("UNLINK", KEYS[1], KEYS[2])
+redis.call("UNLINK", KEYS[1], KEYS[2], K.ttl)
 return removed

@@ -6,7 +6,8 @@
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  namespace N (encoded)
   ARGV[4]  checkpoint id (raw), "" for the latest
-  ARGV[5]  ttl seconds to refresh on read (0: no refresh)
+  ARGV[5]  refresh on read: the saver's default ttl in seconds (the thread's own setting
+           wins), or -1 to leave expiries alone
 
   Reply: nil when there is no such checkpoint, else
     { ns, id, checkpoint, metadata, parent id | nil, {ref, value, ...}, {field, record, ...} }
@@ -17,6 +18,7 @@
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]
 local ttl = tonumber(ARGV[5])
+if ttl >= 0 then ttl = thread_ttl(K, ttl) else ttl = 0 end
 if id == "" then
   local latest = redis.call("ZREVRANGE", KEYS[1], 0, 0)
   if #latest == 0 then return nil end
@@ -26,5 +28,8 @@ local record = load_checkpoint(K, ns, id, ttl)
 if record and ttl > 0 then
   redis.call("EXPIRE", KEYS[1], ttl)
   redis.call("EXPIRE", K.thread, ttl)
+  if redis.call("EXISTS", K.writes_index(ns)) == 1 then
+    redis.call("EXPIRE", K.writes_index(ns), ttl)
+  end
 end
 return record

@@ -5,7 +5,8 @@
   KEYS[1]  P:th:{T}         thread index of the target (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the target
 
-  ARGV[1]  prefix P   ARGV[2]  hash tag {T} of the target   ARGV[3]  ttl seconds (0: none)
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T} of the target
+  ARGV[3]  the saver's default ttl in seconds (0: none); the target's own setting wins
   ARGV[4..] the records, as export_thread.lua replies them
 
   Reply: the number of checkpoints written
@@ -13,7 +14,7 @@
 -- @include keyschema
 
 local K = keyspace(ARGV[1], ARGV[2])
-local ttl = tonumber(ARGV[3])
+local ttl = thread_ttl(K, tonumber(ARGV[3]))
 local written = 0
 local i = 4
 while i <= #ARGV do

@@ -15,6 +15,8 @@
 
   Reply: { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page; nil means there is nothing more.
+  Index entries whose checkpoint has expired are removed on the way; incomplete checkpoints
+  (a blob expired) are skipped.
 ]]
 -- @include keyschema
 -- @include records
@@ -32,7 +34,7 @@ else
 end
 
 local found = {}   -- { id, ns } of matching checkpoints, at most `page` per namespace
-local bound = nil  -- highest id where a namespace ran out of budget: below it we know nothing
+local bound = nil  -- highest id where a namespace stopped early: below it we know nothing
 for _, ns in ipairs(namespaces) do
   local index = K.index(ns)
   local upper = (before ~= "") and ("(" .. before) or "+"
@@ -52,7 +54,10 @@ for _, ns in ipairs(namespaces) do
     for _, id in ipairs(ids) do
       scanned = scanned + 1
       last = id
-      if matches_filter(K.checkpoint(ns, id), 10, nfilter) then
+      local cp = K.checkpoint(ns, id)
+      if redis.call("EXISTS", cp) == 0 then
+        redis.call("ZREM", index, id)  -- the checkpoint expired: drop its dangling entry
+      elseif matches_filter(cp, 10, nfilter) then
         taken = taken + 1
         found[#found + 1] = { id, ns }
         if taken >= page then break end
@@ -61,7 +66,7 @@ for _, ns in ipairs(namespaces) do
     if #ids < want then exhausted = true end
     if last then upper = "(" .. last end
   end
-  if not exhausted and taken < page and last and (bound == nil or last > bound) then
+  if not exhausted and last and (bound == nil or last > bound) then
     bound = last
   end
 end
@@ -79,6 +84,11 @@ for _, hit in ipairs(found) do
   if record then
     reply[#reply + 1] = record
     count = count + 1
+  end
+end
+for _, ns in ipairs(namespaces) do
+  if redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
+    redis.call("SREM", KEYS[1], ns)  -- everything of this namespace has expired
   end
 end
 if count >= page then

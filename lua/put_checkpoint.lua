@@ -12,7 +12,7 @@
   ARGV[7]  metadata: "<type>\0<bytes>"
   ARGV[8]  blob refs of every channel with a value: "C:V,C:V,..."
   ARGV[9]  run id (encoded, "" for none)
-  ARGV[10] ttl in seconds (0 for none)
+  ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
   ARGV[11] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
 
@@ -21,8 +21,8 @@
 -- @include keyschema
 
 local prefix, tag, ns, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local ttl = tonumber(ARGV[10])
 local K = keyspace(prefix, tag)
+local ttl = thread_ttl(K, tonumber(ARGV[10]))
 local cp = KEYS[3]
 
 -- Re-putting an id replaces it: drop the run index entry of the record being replaced.
@@ -39,7 +39,6 @@ if run ~= "" then
   redis.call("HSET", cp, "r", run)
   redis.call("SADD", K.runs, run)
   redis.call("SADD", K.run(run), ns .. ":" .. id)
-  expire(K.runs, ttl)
   expire(K.run(run), ttl)
 end
 
@@ -49,14 +48,25 @@ for j = 1, m do
   redis.call("HSET", cp, ARGV[i + 2 * j - 1], ARGV[i + 2 * j])
 end
 i = i + 2 * m + 1
-local b = tonumber(ARGV[i])
-for j = 1, b do
+for j = 1, tonumber(ARGV[i]) do
   local blob = K.blob(ns, ARGV[i + 2 * j - 1])
   redis.call("SET", blob, ARGV[i + 2 * j])
+  expire(blob, ttl)
 end
 
 redis.call("ZADD", KEYS[2], 0, id)
 redis.call("SADD", KEYS[1], ns)
+
+-- Index entries whose keys have expired are dropped a few at a time, oldest first, so the
+-- indexes of a long-lived thread stay bounded at a constant cost per put.
+for _, old in ipairs(redis.call("ZRANGE", KEYS[2], 0, 1)) do
+  if old ~= id and redis.call("EXISTS", K.checkpoint(ns, old)) == 0 then
+    redis.call("ZREM", KEYS[2], old)
+  end
+end
+for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, 2)) do
+  if redis.call("EXISTS", K.run(old_run_id)) == 0 then redis.call("SREM", K.runs, old_run_id) end
+end
 
 if ttl > 0 then
   -- Everything the new checkpoint needs gets a fresh expiry: its own keys, the indexes, and
@@ -64,5 +74,6 @@ if ttl > 0 then
   -- has not changed for longer than the ttl survives as long as the thread stays active.
   for _, key in ipairs({ cp, KEYS[2], KEYS[1] }) do redis.call("EXPIRE", key, ttl) end
   for _, ref in ipairs(split_refs(ARGV[8])) do redis.call("EXPIRE", K.blob(ns, ref), ttl) end
+  if redis.call("EXISTS", K.runs) == 1 then redis.call("EXPIRE", K.runs, ttl) end
 end
 return 1

@@ -14,6 +14,7 @@ local function keyspace(prefix, tag)
   local K = {}
   K.thread = prefix .. ":th:" .. tag
   K.runs = prefix .. ":runs:" .. tag
+  K.ttl = prefix .. ":ttl:" .. tag
   function K.index(ns) return prefix .. ":idx:" .. tag .. ":" .. ns end
   function K.writes_index(ns) return prefix .. ":wi:" .. tag .. ":" .. ns end
   function K.checkpoint(ns, id) return prefix .. ":cp:" .. tag .. ":" .. ns .. ":" .. enc(id) end
@@ -32,7 +33,17 @@ local function split_refs(bv)
   return refs
 end
 
--- Set (or clear, with ttl 0) the expiry of a key that was just written.
+-- Give a key that was just written or read its expiry (ttl 0: none).
 local function expire(key, ttl)
   if ttl > 0 then redis.call("EXPIRE", key, ttl) end
+end
+
+-- The expiry of one thread: its own setting (P:ttl:{T}, "0" when pinned) wins over the
+-- saver's default. An active thread's own setting is refreshed with the rest of its keys.
+local function thread_ttl(K, default)
+  local own = redis.call("GET", K.ttl)
+  if not own then return default end
+  local ttl = tonumber(own)
+  expire(K.ttl, ttl)
+  return ttl
 end

@@ -1,24 +1,26 @@
 -- Reading checkpoints back; inlined where a script says `-- @include records` (after keyschema).
 
--- One checkpoint as the Python core decodes it, or nil when its hash is gone:
+-- One checkpoint as the Python core decodes it:
 --   { ns, id, checkpoint, metadata, parent id | false, {ref, value, ...}, {field, record, ...} }
--- A blob that no longer exists comes back as false next to its ref.
--- With ttl > 0 every key read gets a fresh expiry (refresh_on_read).
+-- A checkpoint comes back complete or not at all: nil when its hash is gone (expired or
+-- deleted) or when one of the blobs it references is. With ttl > 0 every key read gets a
+-- fresh expiry (refresh_on_read).
 local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
   local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv")
   if not fields[1] then return nil end
   local blobs = {}
   for _, ref in ipairs(split_refs(fields[4])) do
-    local key = K.blob(ns, ref)
+    local value = redis.call("GET", K.blob(ns, ref))
+    if not value then return nil end
     blobs[#blobs + 1] = ref
-    blobs[#blobs + 1] = redis.call("GET", key)
-    expire(key, ttl)
+    blobs[#blobs + 1] = value
   end
   local wkey = K.writes(ns, id)
   local writes = redis.call("HGETALL", wkey)
   if ttl > 0 then
     expire(cp, ttl)
+    for i = 1, #blobs, 2 do expire(K.blob(ns, blobs[i]), ttl) end
     if #writes > 0 then expire(wkey, ttl) end
   end
   return { ns, id, fields[1], fields[2], fields[3] or false, blobs, writes }

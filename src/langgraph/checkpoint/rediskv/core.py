@@ -128,7 +128,8 @@ class SaverCore:
 
     @property
     def _read_ttl_seconds(self) -> int:
-        return self.ttl.read_refresh_seconds if self.ttl else 0
+        """get_tuple's refresh argument: the default ttl, or -1 for no refresh on read."""
+        return self.ttl.seconds if self.ttl and self.ttl.refresh_on_read else -1
 
     # -- encoding --------------------------------------------------------------------------
     def dumps(self, value: Any, what: str) -> bytes:
@@ -262,7 +263,7 @@ class SaverCore:
             return None
         tag = self.keys.tag(thread_id)
         task_enc = encode_part(task_id)
-        args: list[Arg] = [encode_part(ns), checkpoint_id, self._ttl_seconds]
+        args: list[Arg] = [self.keys.prefix, tag, encode_part(ns), checkpoint_id, self._ttl_seconds]
         for idx, (channel, value) in enumerate(writes):
             slot = WRITES_IDX_MAP.get(channel, idx)
             stored = self.dumps(value, f"the write to channel {channel!r}")
@@ -422,6 +423,18 @@ class SaverCore:
                 f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'"
             )
         yield from self._batched(self._thread_call(script, str(t)) for t in thread_ids)
+
+    def set_thread_ttl(self, thread_id: str, seconds: int | None) -> Op[int]:
+        """Give a thread its own expiry (``0`` pins it), or, with ``None``, return it to the
+        saver's default. Replies the number of keys updated."""
+        tag = self.keys.tag(str(thread_id))
+        mode, value = ("default", self._ttl_seconds) if seconds is None else ("own", seconds)
+        touched = yield ScriptCall(
+            "set_thread_ttl",
+            (self.keys.thread(tag), self.keys.runs(tag), self.keys.thread_ttl(tag)),
+            (self.keys.prefix, tag, mode, value),
+        )
+        return int(touched)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
         source, target = str(source_thread_id), str(target_thread_id)

@@ -30,6 +30,7 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:blob:{T}:N:C:V    STRING one channel value at one version: b"<type>\\0<bytes>"
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
     P:run:{T}:R         SET    "N:<raw id>" of each checkpoint of run R (the run index)
+    P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
 
 The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/test_keys.py`` checks
 that both produce the same keys.
@@ -93,6 +94,9 @@ class KeySchema:
 
     def runs(self, tag: str) -> str:
         return f"{self.prefix}:runs:{tag}"
+
+    def thread_ttl(self, tag: str) -> str:
+        return f"{self.prefix}:ttl:{tag}"
 
     def index(self, tag: str, ns: str) -> str:
         return f"{self.prefix}:idx:{tag}:{encode_part(ns)}"

@@ -42,10 +42,6 @@ class TTLSettings:
     seconds: int
     refresh_on_read: bool = False
 
-    @property
-    def read_refresh_seconds(self) -> int:
-        return self.seconds if self.refresh_on_read else 0
-
 
 def parse_ttl(ttl: Any) -> TTLSettings | None:
     """Accept ``{"default_ttl": minutes | timedelta, "refresh_on_read": bool}`` (the shape of
@@ -66,21 +62,26 @@ def parse_ttl(ttl: Any) -> TTLSettings | None:
         )
     if ttl.get("default_ttl") is None:
         return None
-    default = ttl["default_ttl"]
-    if isinstance(default, timedelta):
-        seconds_f = default.total_seconds()
-    elif isinstance(default, (int, float)) and not isinstance(default, bool):
-        seconds_f = float(default) * 60
-    else:
-        raise ValueError(
-            f"invalid ttl: default_ttl must be minutes (int or float) or a timedelta, "
-            f"not {type(default).__name__}"
-        )
-    if not math.isfinite(seconds_f) or seconds_f <= 0:
-        raise ValueError(f"invalid ttl: default_ttl must be positive, got {default!r}")
+    seconds = ttl_seconds(ttl["default_ttl"], "default_ttl")
     refresh = ttl.get("refresh_on_read", False)
     if not isinstance(refresh, bool):
         raise ValueError(
             f"invalid ttl: refresh_on_read must be True or False, not {refresh!r}"
         )
-    return TTLSettings(seconds=max(1, math.ceil(seconds_f)), refresh_on_read=refresh)
+    return TTLSettings(seconds=seconds, refresh_on_read=refresh)
+
+
+def ttl_seconds(value: Any, what: str = "ttl") -> int:
+    """Minutes (int or float) or a timedelta, as whole seconds (at least 1)."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value) * 60
+    else:
+        raise ValueError(
+            f"invalid ttl: {what} must be minutes (int or float) or a timedelta, "
+            f"not {type(value).__name__}"
+        )
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"invalid ttl: {what} must be positive, got {value!r}")
+    return max(1, math.ceil(seconds))

@@ -1,0 +1,198 @@
+"""TTL expiry on a real server with short TTLs: whole threads expire after inactivity, never in
+pieces, active threads stay complete, and a thread can be pinned or given its own TTL."""
+
+from __future__ import annotations
+
+import operator
+import time
+import uuid
+from datetime import timedelta
+from typing import Annotated, Any
+
+import redis
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv.keys import KeySchema
+
+from .conftest import RoundTrips, keys_of
+from .test_contract import cfg, chain
+
+
+class ChatState(TypedDict, total=False):
+    profile: str  # written once, on the first turn, and never again
+    messages: Annotated[list[str], operator.add]
+
+
+def build_chat(saver: Any) -> Any:
+    def remember(state: ChatState) -> ChatState:
+        return {} if state.get("profile") else {"profile": "likes tea"}
+
+    def reply(state: ChatState) -> ChatState:
+        return {"messages": [f"bot {len(state['messages'])}"]}
+
+    builder = StateGraph(ChatState)
+    builder.add_node("remember", remember)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "remember")
+    builder.add_edge(START, "reply")  # two tasks in one superstep: pending writes get stored
+    builder.add_edge("remember", END)
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+def turn(graph: Any, thread_id: str, text: str) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread_id, "run_id": str(uuid.uuid4())}}
+    return graph.invoke({"messages": [text]}, config)  # type: ignore[no-any-return]
+
+
+def expected_messages(turns: int) -> list[str]:
+    out: list[str] = []
+    for i in range(turns):
+        out += [f"user {i}", f"bot {2 * i + 1}"]
+    return out
+
+
+def test_every_key_written_carries_an_expiry(server_url: str, prefix: str, client: redis.Redis) -> None:
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 0.5}) as saver:  # 30 s
+        graph = build_chat(saver)
+        for i in range(3):
+            turn(graph, "t", f"user {i}")
+        saver.copy_thread("t", "copy")
+        ttls = {k: client.ttl(k) for k in keys_of(client, f"{prefix}:*")}
+    kinds = {k.split(":")[1] for k in ttls}
+    assert kinds == {"th", "idx", "cp", "w", "wi", "blob", "runs", "run"}
+    assert all(0 < ttl <= 30 for ttl in ttls.values()), ttls
+
+
+def test_an_idle_thread_leaves_nothing_behind(server_url: str, prefix: str, client: redis.Redis) -> None:
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=1)}) as saver:
+        graph = build_chat(saver)
+        for i in range(3):
+            turn(graph, "idle", f"user {i}")
+        assert keys_of(client, KeySchema(prefix).thread_keys_pattern("idle")) != []
+        time.sleep(2.2)
+        assert keys_of(client, f"{prefix}:*") == []
+        assert saver.get_tuple(cfg("idle")) is None
+        assert list(saver.list(None)) == []
+
+
+def test_an_active_thread_keeps_values_that_never_change(server_url: str, prefix: str) -> None:
+    ttl = {"default_ttl": timedelta(seconds=2)}
+    with RedisSaver(server_url, prefix=prefix, ttl=ttl) as saver:
+        graph = build_chat(saver)
+        started = time.monotonic()
+        turns = 0
+        while time.monotonic() - started < 5.0:  # 2.5 TTLs, a turn every 0.6 s
+            turn(graph, "active", f"user {turns}")
+            turns += 1
+            time.sleep(0.6)
+    with RedisSaver(server_url, prefix=prefix, ttl=ttl) as fresh:  # a brand-new instance
+        state = build_chat(fresh).get_state({"configurable": {"thread_id": "active"}})
+    assert state.values == {"profile": "likes tea", "messages": expected_messages(turns)}
+
+
+def test_refresh_on_read_keeps_a_read_thread_whole(server_url: str, prefix: str) -> None:
+    ttl = {"default_ttl": timedelta(seconds=2), "refresh_on_read": True}
+    with RedisSaver(server_url, prefix=prefix, ttl=ttl) as reader, RedisSaver(
+        server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=2)}
+    ) as no_refresh:
+        graph = build_chat(reader)
+        turn(graph, "read", "user 0")
+        turn(graph, "unread", "user 0")
+        started = time.monotonic()
+        while time.monotonic() - started < 5.0:
+            tup = reader.get_tuple(cfg("read"))
+            assert tup is not None
+            assert no_refresh.get_tuple(cfg("unread")) is not None or time.monotonic() - started > 1.5
+            time.sleep(0.6)
+        assert no_refresh.get_tuple(cfg("unread")) is None
+        assert graph.get_state({"configurable": {"thread_id": "read"}}).values == {
+            "profile": "likes tea",
+            "messages": expected_messages(1),
+        }
+
+
+def test_a_checkpoint_is_complete_or_absent(saver: RedisSaver, client: redis.Redis) -> None:
+    keys = KeySchema(saver.prefix)
+    tag = keys.tag("t")
+    ids = chain(saver, "t", [{"step": i} for i in range(4)])
+    # a blob of the latest checkpoint goes missing (as if it had expired first)
+    latest = saver.get_tuple(cfg("t"))
+    assert latest is not None
+    client.unlink(keys.blob(tag, "", "n", latest.checkpoint["channel_versions"]["n"]))
+    assert saver.get_tuple(cfg("t")) is None
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [ids[2], ids[1], ids[0]]
+    # an index entry whose checkpoint expired is skipped, then cleaned up
+    client.unlink(keys.checkpoint(tag, "", ids[1]))
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [ids[2], ids[0]]
+    assert client.zrange(keys.index(tag, ""), 0, -1) == [i.encode() for i in [ids[0], ids[2], ids[3]]]
+
+
+def test_indexes_of_a_long_lived_thread_stay_bounded(server_url: str, prefix: str, client: redis.Redis) -> None:
+    keys = KeySchema(prefix)
+    tag = keys.tag("t")
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=1)}) as saver:
+        old = chain(saver, "t", [{"step": i} for i in range(6)])
+        time.sleep(1.5)  # the whole history expires; now the thread becomes active again
+        new = chain(saver, "t", [{"step": i} for i in range(4)])
+        live = client.zrange(keys.index(tag, ""), 0, -1)
+    assert not set(old) & {i.decode() for i in live}
+    assert [i.decode() for i in live] == new
+
+
+def test_pinned_thread_survives_and_unpinned_expires_again(server_url: str, prefix: str, client: redis.Redis) -> None:
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=1)}) as saver:
+        graph = build_chat(saver)
+        turn(graph, "pinned", "user 0")
+        turn(graph, "other", "user 0")
+        saver.pin_thread("pinned")
+        turn(graph, "pinned", "user 1")  # writes to a pinned thread are not given an expiry
+        pinned_keys = keys_of(client, keys.thread_keys_pattern("pinned"))
+        assert {client.ttl(k) for k in pinned_keys} == {-1}
+        time.sleep(1.6)
+        assert keys_of(client, keys.thread_keys_pattern("other")) == []
+        assert keys_of(client, keys.thread_keys_pattern("pinned")) == pinned_keys
+        assert graph.get_state({"configurable": {"thread_id": "pinned"}}).values == {
+            "profile": "likes tea",
+            "messages": expected_messages(2),
+        }
+        saver.unpin_thread("pinned")
+        setting = keys.thread_ttl(keys.tag("pinned"))
+        assert setting in pinned_keys and client.exists(setting) == 0
+        assert all(0 < client.ttl(k) <= 1 for k in pinned_keys if k != setting)
+        time.sleep(1.6)
+        assert keys_of(client, f"{prefix}:*") == []
+
+
+async def test_a_thread_with_its_own_ttl(server_url: str, prefix: str, client: redis.Redis) -> None:
+    keys = KeySchema(prefix)
+    async with AsyncRedisSaver(server_url, prefix=prefix) as saver:  # no default expiry
+        graph = build_chat(saver)
+        for thread_id in ["short", "forever"]:
+            await graph.ainvoke({"messages": ["user 0"]}, {"configurable": {"thread_id": thread_id}})
+        await saver.aset_thread_ttl("short", timedelta(seconds=1))
+        await graph.ainvoke({"messages": ["user 1"]}, {"configurable": {"thread_id": "short"}})
+        short_keys = keys_of(client, keys.thread_keys_pattern("short"))
+        assert all(0 < client.ttl(k) <= 1 for k in short_keys)
+        time.sleep(1.6)
+        assert keys_of(client, keys.thread_keys_pattern("short")) == []
+        assert {client.ttl(k) for k in keys_of(client, keys.thread_keys_pattern("forever"))} == {-1}
+        state = await graph.aget_state({"configurable": {"thread_id": "forever"}})
+        assert state.values == {"profile": "likes tea", "messages": expected_messages(1)}
+
+
+def test_ttl_costs_no_extra_round_trip(server_url: str, prefix: str, round_trips: RoundTrips) -> None:
+    ttl = {"default_ttl": 5, "refresh_on_read": True}
+    with RedisSaver(server_url, prefix=prefix, ttl=ttl) as saver:
+        ids = chain(saver, "t", [{"step": i} for i in range(20)])
+        saver.get_tuple(cfg("t"))
+        round_trips.reset()
+        chain_more = chain(saver, "t2", [{"step": 0}])
+        put_count = round_trips.count
+        round_trips.reset()
+        tup = saver.get_tuple(cfg("t"))
+        assert (put_count, round_trips.count) == (1, 1)
+        assert tup is not None and tup.checkpoint["id"] == ids[-1] and len(chain_more) == 1
