@@ -18,21 +18,8 @@ from langgraph.checkpoint.rediskv import (
     SerializationError,
 )
 
+from .conftest import snapshot
 from .test_contract import cfg, chain, make_checkpoint
-
-
-def snapshot(client: redis.Redis, prefix: str) -> dict[bytes, Any]:
-    """Every key under the prefix with its type, full content and expiry."""
-    readers = {
-        b"string": client.get,
-        b"hash": client.hgetall,
-        b"set": client.smembers,
-        b"zset": lambda k: client.zrange(k, 0, -1, withscores=True),
-    }
-    return {
-        k: (client.type(k), readers[client.type(k)](k), client.ttl(k))  # type: ignore[index]
-        for k in client.scan_iter(match=f"{prefix}:*", count=1000)
-    }
 
 
 @pytest.fixture
@@ -40,7 +27,7 @@ def stored(saver: RedisSaver, client: redis.Redis) -> dict[bytes, Any]:
     """A thread with two checkpoints and a write; returns the snapshot to compare with."""
     ids = chain(saver, "t", [{"step": 0}, {"step": 1}])
     saver.put_writes(cfg("t", checkpoint_id=ids[-1]), [("n", 1)], "task")
-    return snapshot(client, saver.prefix)
+    return snapshot(client, f"{saver.prefix}:*")
 
 
 @pytest.mark.parametrize(
@@ -59,7 +46,7 @@ def test_missing_thread_id_is_named(
 ) -> None:
     with pytest.raises(ValueError, match='config has no "thread_id"'):
         call(saver)
-    assert snapshot(client, saver.prefix) == stored
+    assert snapshot(client, f"{saver.prefix}:*") == stored
 
 
 def test_unknown_prune_strategy_is_named_and_changes_nothing(
@@ -67,7 +54,7 @@ def test_unknown_prune_strategy_is_named_and_changes_nothing(
 ) -> None:
     with pytest.raises(ValueError, match="unknown prune strategy 'keep_oldest'"):
         saver.prune(["t"], strategy="keep_oldest")
-    assert snapshot(client, saver.prefix) == stored
+    assert snapshot(client, f"{saver.prefix}:*") == stored
 
 
 def test_unserializable_channel_value_is_named_and_changes_nothing(
@@ -81,7 +68,7 @@ def test_unserializable_channel_value_is_named_and_changes_nothing(
         saver.put(latest.config, bad, {"step": 2}, {"n": version, "lock": version})
     with pytest.raises(SerializationError, match="cannot serialize the write to channel 'x'"):
         saver.put_writes(latest.config, [("n", 5), ("x", object())], "task-2")
-    assert snapshot(client, saver.prefix) == stored
+    assert snapshot(client, f"{saver.prefix}:*") == stored
 
 
 @pytest.mark.parametrize("prefix_", ["", "a:b", "with space", "glob*", "{tag}"])

@@ -1,0 +1,144 @@
+"""Faults on a server the test owns: killed connections, a crash and restart with AOF, SCRIPT
+FLUSH mid-run, and a server that stops answering. After each, every acknowledged checkpoint
+reads back complete and the invariant checker finds nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+import redis
+from langgraph.checkpoint.base import CheckpointTuple
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
+
+from .conftest import PrivateServer, new_prefix
+from .test_contract import cfg
+from .test_ttl import build_chat, expected_messages, turn
+
+
+def record_acknowledged(saver: RedisSaver) -> list[dict[str, Any]]:
+    """Wrap saver.put so every config it returned (an acknowledged checkpoint) is kept."""
+    acknowledged: list[dict[str, Any]] = []
+    put = saver.put
+
+    def recording_put(*args: Any, **kwargs: Any) -> Any:
+        config = put(*args, **kwargs)
+        acknowledged.append(config)
+        return config
+
+    saver.put = recording_put  # type: ignore[method-assign]
+    return acknowledged
+
+
+def assert_all_complete(saver: RedisSaver, acknowledged: list[dict[str, Any]]) -> None:
+    for config in acknowledged:
+        tup = saver.get_tuple(config)
+        assert isinstance(tup, CheckpointTuple), config
+        assert tup.checkpoint["id"] == config["configurable"]["checkpoint_id"]
+    assert saver.check_invariants() == []
+
+
+def test_killed_connections_during_a_200_turn_run(private_server: PrivateServer) -> None:
+    admin = redis.Redis(port=private_server.port)
+    stop = threading.Event()
+    kills = 0
+
+    def killer() -> None:
+        nonlocal kills
+        while not stop.is_set():
+            kills += admin.client_kill_filter(_type="normal", skipme=True)
+            time.sleep(0.02)
+
+    with RedisSaver(private_server.url, prefix=new_prefix(), retries=5) as saver:
+        acknowledged = record_acknowledged(saver)
+        graph = build_chat(saver)
+        thread = threading.Thread(target=killer)
+        thread.start()
+        try:
+            for i in range(200):
+                turn(graph, "chat", f"user {i}")
+        finally:
+            stop.set()
+            thread.join()
+        print(f"\n{kills} connections killed during 200 turns on {private_server.kind}")
+        assert kills >= 20
+        state = graph.get_state({"configurable": {"thread_id": "chat"}})
+        assert state.values == {"profile": "likes tea", "messages": expected_messages(200)}
+        assert len(acknowledged) == 3 * 200
+        assert_all_complete(saver, acknowledged)
+    admin.close()
+
+
+def test_crash_and_restart_with_aof_loses_nothing_acknowledged(tmp_path: Any) -> None:
+    server = PrivateServer(tmp_path, appendonly="yes", appendfsync="always").start()
+    try:
+        with RedisSaver(server.url, prefix=new_prefix(), connect_timeout=0.5, retries=1) as saver:
+            acknowledged = record_acknowledged(saver)
+            graph = build_chat(saver)
+            for i in range(20):
+                turn(graph, "chat", f"user {i}")
+            server.kill()
+            with pytest.raises(RedisUnavailableError, match="cannot reach Redis at redis://127.0.0.1"):
+                saver.get_tuple(cfg("chat"))
+            server.start()  # same port, same directory: the AOF is replayed
+            for i in range(20, 30):  # the same saver and graph go on
+                turn(graph, "chat", f"user {i}")
+            state = graph.get_state({"configurable": {"thread_id": "chat"}})
+            assert state.values == {"profile": "likes tea", "messages": expected_messages(30)}
+            assert_all_complete(saver, acknowledged)
+            assert len(acknowledged) == 90
+    finally:
+        server.stop()
+
+
+def test_script_flush_mid_run_changes_nothing(private_server: PrivateServer) -> None:
+    admin = redis.Redis(port=private_server.port)
+    with RedisSaver(private_server.url, prefix=new_prefix()) as saver:
+        graph = build_chat(saver)
+        for i in range(30):
+            if i % 5 == 0:
+                admin.script_flush()
+            turn(graph, "chat", f"user {i}")
+        state = graph.get_state({"configurable": {"thread_id": "chat"}})
+        assert state.values == {"profile": "likes tea", "messages": expected_messages(30)}
+        assert saver.check_invariants() == []
+    admin.close()
+
+
+def test_a_server_that_stops_answering_fails_the_call_instead_of_hanging(private_server: PrivateServer) -> None:
+    with RedisSaver(private_server.url, prefix=new_prefix(), socket_timeout=0.5, retries=0) as saver:
+        saver.get_tuple(cfg("t"))  # connected and scripts loaded
+        private_server.pause()
+        outcome: list[BaseException | None] = []
+
+        def call() -> None:
+            try:
+                saver.get_tuple(cfg("t"))
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        caller.join(timeout=20)  # a generous bound: the point is that it returns at all
+        private_server.resume()
+    assert not caller.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], RedisUnavailableError)
+    assert "Timeout" in str(outcome[0])
+
+
+async def test_async_saver_survives_killed_connections(private_server: PrivateServer) -> None:
+    admin = redis.Redis(port=private_server.port)
+    async with AsyncRedisSaver(private_server.url, prefix=new_prefix(), retries=5) as saver:
+        graph = build_chat(saver)
+        for i in range(40):
+            if i % 4 == 0:
+                admin.client_kill_filter(_type="normal", skipme=True)
+            await graph.ainvoke({"messages": [f"user {i}"]}, {"configurable": {"thread_id": "chat"}})
+        state = await graph.aget_state({"configurable": {"thread_id": "chat"}})
+        assert state.values == {"profile": "likes tea", "messages": expected_messages(40)}
+        assert await saver.acheck_invariants() == []
+    admin.close()
