@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
@@ -27,11 +28,13 @@ EXPECTED_TESTS = {
 
 @pytest.mark.parametrize("saver_class", [AsyncRedisSaver, RedisSaver])
 async def test_conformance_all_capabilities(
-    saver_class: type[AsyncRedisSaver] | type[RedisSaver], server_url: str
+    saver_class: type[AsyncRedisSaver] | type[RedisSaver],
+    server_url: str,
+    saver_options: dict[str, Any],
 ) -> None:
     @checkpointer_test(name=saver_class.__name__)
     async def factory() -> AsyncIterator[AsyncRedisSaver | RedisSaver]:
-        saver = saver_class(server_url, prefix=new_prefix())
+        saver = saver_class(server_url, prefix=new_prefix(), **saver_options)
         try:
             yield saver
         finally:

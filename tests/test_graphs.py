@@ -43,8 +43,8 @@ class Driver:
 
     mode = ""
 
-    def __init__(self, url: str, prefix: str) -> None:
-        self.url, self.prefix = url, prefix
+    def __init__(self, url: str, prefix: str, options: dict[str, Any] | None = None) -> None:
+        self.url, self.prefix, self.options = url, prefix, options or {}
         self._opened: list[Saver] = []
         self.saver = self.open_saver()
 
@@ -86,7 +86,7 @@ class SyncDriver(Driver):
     saver: RedisSaver
 
     def open_saver(self) -> RedisSaver:
-        saver = RedisSaver(self.url, prefix=self.prefix)
+        saver = RedisSaver(self.url, prefix=self.prefix, **self.options)
         self._opened.append(saver)
         return saver
 
@@ -126,7 +126,7 @@ class AsyncDriver(Driver):
     saver: AsyncRedisSaver
 
     def open_saver(self) -> AsyncRedisSaver:
-        saver = AsyncRedisSaver(self.url, prefix=self.prefix)
+        saver = AsyncRedisSaver(self.url, prefix=self.prefix, **self.options)
         self._opened.append(saver)
         return saver
 
@@ -163,9 +163,9 @@ class AsyncDriver(Driver):
 
 @pytest.fixture(params=[SyncDriver, AsyncDriver], ids=["sync", "async"])
 async def driver(
-    request: pytest.FixtureRequest, server_url: str, prefix: str
+    request: pytest.FixtureRequest, server_url: str, prefix: str, saver_options: dict[str, Any]
 ) -> AsyncIterator[Driver]:
-    d: Driver = request.param(server_url, prefix)
+    d: Driver = request.param(server_url, prefix, saver_options)
     try:
         yield d
     finally:
@@ -502,7 +502,7 @@ async def test_failed_superstep_resumes_without_rerunning_successful_node(
     failing = threading.Event()
     failing.set()
     # flaky polls this (sync) saver from its worker thread until good's writes are stored
-    checker = RedisSaver(driver.url, prefix=driver.prefix)
+    checker = RedisSaver(driver.url, prefix=driver.prefix, **driver.options)
     request.addfinalizer(checker.close)
 
     def good_stored(config: RunnableConfig) -> bool:
@@ -681,10 +681,12 @@ async def test_time_travel_replay_and_update_state_fork(driver: Driver) -> None:
 
 
 # -- 6. many threads at once ---------------------------------------------------------------------
-async def test_50_threads_concurrently_async(server_url: str, prefix: str) -> None:
+async def test_50_threads_concurrently_async(
+    server_url: str, prefix: str, saver_options: dict[str, Any]
+) -> None:
     calls = Calls()
     turns = 3
-    driver = AsyncDriver(server_url, prefix)
+    driver = AsyncDriver(server_url, prefix, saver_options)
     try:
         graph = chat_graph(driver.saver, calls)
         threads = [f"crowd-{i}" for i in range(50)]

@@ -1,0 +1,110 @@
+"""The same saver on a real 3-primary cluster started by the fixtures (no Docker): the
+conformance suite and every real-graph test of the core issue run again here, plus the
+spread of threads over the nodes and a node restart mid-run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv.keys import KeySchema
+
+from .conftest import LocalCluster, new_prefix
+from .test_conformance import test_conformance_all_capabilities  # noqa: F401
+from .test_contract import cfg, chain
+from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
+from .test_ttl import build_chat, expected_messages, turn
+
+
+@pytest.fixture(scope="module")
+def server_url(local_cluster: LocalCluster) -> str:
+    return local_cluster.url
+
+
+@pytest.fixture
+def saver_options() -> dict[str, Any]:
+    return {"cluster": True}
+
+
+@pytest.fixture
+def client(server_url: str) -> Iterator[RedisCluster]:
+    c = RedisCluster.from_url(server_url)
+    yield c
+    c.close()
+
+
+def test_threads_spread_over_every_node(server_url: str, local_cluster: LocalCluster) -> None:
+    prefix = new_prefix()
+    with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+        for i in range(1000):
+            chain(saver, f"user-{i}", [{"step": 0}])
+        share = []
+        for node in local_cluster.nodes:
+            with redis.Redis(port=node.port) as direct:
+                share.append(sum(1 for _ in direct.scan_iter(match=f"{prefix}:*", count=1000)))
+        total = sum(share)
+        print(f"\nkeys per node: {share} of {total}")
+        assert total == 1000 * 4  # th, idx, cp and the blob of each thread
+        assert all(0.20 <= n / total <= 0.50 for n in share), share
+        assert len(list(saver.list(None))) == 1000
+        assert saver.check_invariants() == []
+        saver.prune([f"user-{i}" for i in range(1000)], strategy="delete_all")
+        assert list(saver.list(None)) == []
+
+
+def test_list_across_shards_matches_a_single_server(server_url: str) -> None:
+    with RedisSaver(server_url, cluster=True, prefix=new_prefix()) as saver:
+        ids = []
+        for i in range(12):
+            ids += chain(saver, f"t{i}", [{"user_id": "u" if i % 3 else "v", "step": s} for s in range(3)])
+        newest_first = sorted(ids, reverse=True)
+        assert [t.checkpoint["id"] for t in saver.list(None)] == newest_first
+        assert [t.checkpoint["id"] for t in saver.list(None, limit=5)] == newest_first[:5]
+        before = cfg("x", checkpoint_id=newest_first[10])
+        assert [t.checkpoint["id"] for t in saver.list(None, before=before, limit=3)] == newest_first[11:14]
+        v_ids = [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "v"})]
+        assert v_ids == sorted([i for n, i in enumerate(ids) if (n // 3) % 3 == 0], reverse=True)
+
+
+def test_a_node_restart_mid_run_loses_nothing(server_url: str, local_cluster: LocalCluster) -> None:
+    prefix = new_prefix()
+    threads = [f"chat-{i}" for i in range(6)]  # spread over the three nodes
+    with RedisSaver(server_url, cluster=True, prefix=prefix, retries=5) as saver:
+        graph = build_chat(saver)
+        for i in range(5):
+            for thread in threads:
+                turn(graph, thread, f"user {i}")
+        keys = KeySchema(prefix)
+        victim = next(n for n in local_cluster.nodes if n.port != local_cluster.nodes[0].port)
+        victim.kill()
+        victim.start()  # same port, same data directory: AOF and nodes.conf come back
+        local_cluster.wait_until_healthy()
+        for i in range(5, 10):
+            for thread in threads:
+                turn(graph, thread, f"user {i}")
+        for thread in threads:
+            state = graph.get_state({"configurable": {"thread_id": thread}})
+            assert state.values == {"profile": "likes tea", "messages": expected_messages(10)}
+        assert saver.check_invariants() == []
+        assert keys.prefix == prefix
+
+
+async def test_async_saver_on_the_cluster_with_gather(server_url: str) -> None:
+    async with AsyncRedisSaver(server_url, cluster=True, prefix=new_prefix()) as saver:
+        graph = build_chat(saver)
+
+        async def talk(n: int) -> None:
+            for i in range(3):
+                await graph.ainvoke({"messages": [f"user {i}"]}, {"configurable": {"thread_id": f"a{n}"}})
+
+        await asyncio.gather(*(talk(n) for n in range(30)))
+        for n in range(30):
+            state = await graph.aget_state({"configurable": {"thread_id": f"a{n}"}})
+            assert state.values == {"profile": "likes tea", "messages": expected_messages(3)}
+        assert await saver.acheck_invariants() == []
