@@ -2,7 +2,15 @@
 
 from .aio import AsyncRedisSaver
 from .base import RedisUnavailableError
-from .core import SerializationError
+from .check import Problem
+from .core import SerializationError, ValueTooLargeError
 from .sync import RedisSaver
 
-__all__ = ["AsyncRedisSaver", "RedisSaver", "RedisUnavailableError", "SerializationError"]
+__all__ = [
+    "AsyncRedisSaver",
+    "Problem",
+    "RedisSaver",
+    "RedisUnavailableError",
+    "SerializationError",
+    "ValueTooLargeError",
+]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -15,18 +16,28 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
+    DeltaChannelHistory,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.retry import Retry
+from redis.exceptions import ResponseError
 
 from .base import (
     CONNECT_TIMEOUT,
     MAX_CONNECTIONS,
     POOL_TIMEOUT,
+    RETRIES,
+    SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    retry_backoff,
 )
-from .core import Op, Request, ScanPage, ScriptCall, Stream
+from .check import Problem, check_store
+from .core import Batch, Op, Request, ScanKeys, ScriptCall, Stream, explain_response_error
+from .delta import get_delta_channel_history
 from .scripts import script_sources
+from .settings import ttl_seconds
 
 T = TypeVar("T")
 
@@ -34,7 +45,9 @@ T = TypeVar("T")
 class AsyncRedisSaver(RedisSaverBase):
     """LangGraph checkpointer on plain Redis or Valkey, for asyncio.
 
-    Takes the same arguments as :class:`RedisSaver`; ``client`` is a ``redis.asyncio.Redis``.
+    Takes the same arguments as :class:`RedisSaver`; ``client`` is a ``redis.asyncio.Redis``
+    or ``redis.asyncio.cluster.RedisCluster``. On a cluster, ``max_connections`` bounds each
+    node's connections (redis-py's async cluster client fails rather than waits past it).
     The sync methods work from threads other than the event loop's (as in LangGraph's
     AsyncPostgresSaver), e.g. for ``graph.get_state`` called from a worker thread.
     """
@@ -43,29 +56,48 @@ class AsyncRedisSaver(RedisSaverBase):
         self,
         url: str | None = None,
         *,
-        client: aredis.Redis | None = None,
+        client: aredis.Redis | AsyncRedisCluster | None = None,
+        cluster: bool = False,
         prefix: str = "lg",
         ttl: Any = None,
         serde: SerializerProtocol | None = None,
         max_connections: int = MAX_CONNECTIONS,
         pool_timeout: float = POOL_TIMEOUT,
         connect_timeout: float = CONNECT_TIMEOUT,
+        socket_timeout: float | None = SOCKET_TIMEOUT,
+        retries: int = RETRIES,
+        **redis_kwargs: Any,
     ) -> None:
         connect_url = self._setup(url, client, prefix, ttl, serde)
         if connect_url is not None:
-            pool = aredis.BlockingConnectionPool.from_url(
-                connect_url,
-                max_connections=max_connections,
-                timeout=pool_timeout,
-                socket_connect_timeout=connect_timeout,
-            )
-            client = aredis.Redis(connection_pool=pool)
+            options: dict[str, Any] = {
+                "max_connections": max_connections,
+                "socket_connect_timeout": connect_timeout,
+                "socket_timeout": socket_timeout,
+                "retry": Retry(retry_backoff(), retries),
+                **redis_kwargs,
+            }
+            if cluster:
+                client = AsyncRedisCluster.from_url(connect_url, **options)
+            else:
+                pool = aredis.BlockingConnectionPool.from_url(
+                    connect_url, timeout=pool_timeout, retry_on_timeout=retries > 0, **options
+                )
+                client = aredis.Redis(connection_pool=pool)
         assert client is not None
-        self._client: aredis.Redis = client
+        self._client: aredis.Redis | AsyncRedisCluster = client
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
         self._loop: asyncio.AbstractEventLoop | None = None
+        # redis-py's async cluster client fails with MaxConnectionsError past max_connections
+        # on a node; callers wait at this gate instead, as they do at a blocking pool.
+        self._cluster_gate = (
+            asyncio.Semaphore(max_connections)
+            if isinstance(self._client, AsyncRedisCluster)
+            else None
+        )
+        self._cluster_ready = False
 
     @classmethod
     @asynccontextmanager
@@ -79,14 +111,15 @@ class AsyncRedisSaver(RedisSaverBase):
             await saver.aclose()
 
     @property
-    def client(self) -> aredis.Redis:
+    def client(self) -> aredis.Redis | AsyncRedisCluster:
         return self._client
 
     async def aclose(self) -> None:
         """Close the connections the saver opened (never a client passed in)."""
         if self._owns_client:
             await self._client.aclose()
-            await self._client.connection_pool.disconnect()
+            if isinstance(self._client, aredis.Redis):  # its pool was handed in: close it too
+                await self._client.connection_pool.disconnect()
 
     async def __aenter__(self) -> AsyncRedisSaver:
         return self
@@ -101,19 +134,43 @@ class AsyncRedisSaver(RedisSaverBase):
 
     # -- transport -----------------------------------------------------------------------
     async def _send(self, request: Request) -> Any:
+        if self._cluster_gate is None:
+            return await self._send_now(request)
+        async with self._cluster_gate:
+            if not self._cluster_ready:
+                # Learn the topology before the first burst: a fresh async cluster client
+                # that many tasks use at once breaks its own connections (redis-py 8.1).
+                await self._client.initialize()
+                self._cluster_ready = True
+            if isinstance(request, Batch):
+                return [await self._send_now(call) for call in request.calls]
+            return await self._send_now(request)
+
+    async def _send_now(self, request: Request) -> Any:
         try:
             if isinstance(request, ScriptCall):
                 return await self._scripts[request.name](keys=request.keys, args=request.args)
-            if isinstance(request, ScanPage):
-                return await self._client.scan(
-                    request.cursor, match=request.match, count=request.count
-                )
+            if isinstance(request, ScanKeys):
+                return [
+                    key
+                    async for key in self._client.scan_iter(
+                        match=request.match, count=request.count
+                    )
+                ]
+            # a batch: load its scripts, then one pipeline of EVALSHA
+            for name in {call.name for call in request.calls}:
+                await self._client.script_load(self._scripts[name].script)
             pipe = self._client.pipeline(transaction=False)
             for call in request.calls:
-                await self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+                pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return await pipe.execute()
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
+        except ResponseError as exc:
+            explained = explain_response_error(request, exc)
+            if explained is exc:
+                raise
+            raise explained from exc
 
     async def _run(self, op: Op[T]) -> T:
         self._loop = asyncio.get_running_loop()
@@ -150,7 +207,9 @@ class AsyncRedisSaver(RedisSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        return self._stream(self._core.list(config, filter=filter, before=before, limit=limit))
+        return self._stream(
+            self._core.list_checkpoints(config, filter=filter, before=before, limit=limit)
+        )
 
     async def aput(
         self,
@@ -181,6 +240,26 @@ class AsyncRedisSaver(RedisSaverBase):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._run(self._core.prune(thread_ids, strategy))
+
+    async def acheck_invariants(self) -> list[Problem]:
+        """Every inconsistency among the keys of this saver's prefix (empty when sound)."""
+        return await self._run(check_store(self._core))
+
+    # -- per-thread expiry (see RedisSaver.set_thread_ttl) -----------------------------------
+    async def aset_thread_ttl(self, thread_id: str, ttl: float | timedelta) -> None:
+        await self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))
+
+    async def apin_thread(self, thread_id: str) -> None:
+        await self._run(self._core.set_thread_ttl(thread_id, 0))
+
+    async def aunpin_thread(self, thread_id: str) -> None:
+        await self._run(self._core.set_thread_ttl(thread_id, None))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The DeltaChannel ancestor walk, on the server in one script call."""
+        return await self._run(get_delta_channel_history(self._core, config, channels))
 
     # -- sync API: the async calls, run on the saver's event loop from another thread ---------
     def _on_loop(self, awaitable: Awaitable[T]) -> T:
@@ -246,3 +325,8 @@ class AsyncRedisSaver(RedisSaverBase):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self._on_loop(self.aprune(thread_ids, strategy=strategy))
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self._on_loop(self.aget_delta_channel_history(config=config, channels=channels))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver, SerializerProtocol
-from langgraph.checkpoint.serde.base import maybe_add_typed_methods
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -20,6 +21,16 @@ from .settings import parse_ttl, redact_url, resolve_url
 MAX_CONNECTIONS = 64
 POOL_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 5.0
+# A server that stops answering fails a call after SOCKET_TIMEOUT seconds instead of hanging.
+SOCKET_TIMEOUT = 30.0
+# A dropped connection or a timeout is retried this many times, with jittered exponential
+# backoff (redis-py's Retry). Every script is idempotent, so a retried call that had already
+# run before its reply was lost does no harm.
+RETRIES = 3
+
+
+def retry_backoff() -> ExponentialWithJitterBackoff:
+    return ExponentialWithJitterBackoff(base=0.05, cap=1.0)
 
 
 class RedisUnavailableError(RedisConnectionError):
@@ -54,7 +65,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
 
     # The serializer lives in the core; keep them in step when LangGraph swaps it
     # (BaseCheckpointSaver.with_allowlist assigns `serde` on a shallow copy).
-    @property  # type: ignore[override]
+    @property
     def serde(self) -> SerializerProtocol:
         return self._serde
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from .core import Batch, Op, SaverCore, ScanPage
+from .core import Batch, Op, SaverCore, ScanKeys
 
 ORPHAN = "key not reachable from any index"
 
@@ -37,18 +37,13 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
     sorted by key (an empty list for a consistent store)."""
     keys_by_tag: dict[str, set[str]] = defaultdict(set)
     problems: list[Problem] = []
-    cursor = 0
-    while True:
-        cursor, found = yield ScanPage(cursor, core.keys.all_keys_pattern())
-        for raw in found:
-            key = raw.decode()
-            tag = _tag_of(key)
-            if tag is None:
-                problems.append(Problem("key outside the key schema", key))
-            else:
-                keys_by_tag[tag].add(key)
-        if int(cursor) == 0:
-            break
+    for raw in (yield ScanKeys(core.keys.all_keys_pattern())):
+        key = raw.decode()
+        tag = _tag_of(key)
+        if tag is None:
+            problems.append(Problem("key outside the key schema", key))
+        else:
+            keys_by_tag[tag].add(key)
     tags = sorted(keys_by_tag)
     for start in range(0, len(tags), 500):
         chunk = tags[start : start + 500]

@@ -1,10 +1,10 @@
 """The saver's logic, free of I/O (in the sans-I/O style of h11).
 
-Every operation is a generator. It yields *requests* (:class:`ScriptCall`, :class:`ScanPage`,
+Every operation is a generator. It yields *requests* (:class:`ScriptCall`, :class:`ScanKeys`,
 :class:`Batch`), receives each reply through ``send()``, and returns its result. A streaming
-operation (``list``) also yields :class:`CheckpointTuple` items, meant for the caller.
-:mod:`.transport` drives these generators over a sync or an asyncio redis-py client; nothing
-here knows which.
+operation (``list_checkpoints``) also yields :class:`CheckpointTuple` items, meant for the
+caller. :mod:`.sync` and :mod:`.aio` drive these generators over a sync or an asyncio redis-py
+client, standalone or cluster; nothing here knows which.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
-    SerializerProtocol,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .keys import KeySchema, blob_ref, decode_part, encode_part
 from .settings import TTLSettings
@@ -57,28 +57,50 @@ class ScriptCall:
 
 
 @dataclass(frozen=True, slots=True)
-class ScanPage:
-    """One ``SCAN cursor MATCH match COUNT count``; the reply is ``(cursor, keys)``."""
+class ScanKeys:
+    """Every key matching ``match``, by SCAN (on a cluster: on every primary); the reply is
+    the list of keys."""
 
-    cursor: int
     match: str
     count: int = SCAN_COUNT
 
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Script calls sent in one pipeline (not a transaction); the reply is their replies."""
+    """Script calls sent in one pipeline (not a transaction; on a cluster, one per node); the
+    reply is their replies, in order."""
 
     calls: Sequence[ScriptCall]
 
 
-Request = Union[ScriptCall, ScanPage, Batch]
+Request = Union[ScriptCall, ScanKeys, Batch]
 Op = Generator[Request, Any, T]
-Stream = Generator[Union[Request, CheckpointTuple], Any, None]
+Stream = Generator[Request | CheckpointTuple, Any, None]
 
 
 class SerializationError(TypeError):
     """A value could not be serialized; nothing was written."""
+
+
+class ValueTooLargeError(ValueError):
+    """A value is larger than the server accepts (its proto-max-bulk-len); nothing was
+    written."""
+
+
+def explain_response_error(request: Request, exc: Exception) -> Exception:
+    """A clearer error for a server reply that the caller's input caused, else ``exc``."""
+    if "bulk length" not in str(exc):
+        return exc
+    calls = request.calls if isinstance(request, Batch) else [request]
+    largest = max(
+        (len(a) for call in calls if isinstance(call, ScriptCall) for a in call.args
+         if isinstance(a, (bytes, str))),
+        default=0,
+    )
+    return ValueTooLargeError(
+        f"a serialized value of {largest} bytes is larger than the server accepts "
+        f"(its proto-max-bulk-len); nothing was written ({exc})"
+    )
 
 
 def _thread_id(config: RunnableConfig | None) -> str:
@@ -155,8 +177,7 @@ class SaverCore:
             )
         except TypeError:
             # not JSON: compare the serializer's bytes instead
-            type_, data = self.serde.dumps_typed(value)
-            return "\0" + type_ + "\0" + bytes(data).hex()
+            return "\0" + self.dumps(value, f"the metadata value {value!r}").hex()
 
     @staticmethod
     def _write_record(task_path: str, channel: str, stored: bytes) -> bytes:
@@ -314,7 +335,7 @@ class SaverCore:
             ),
         )
 
-    def list(
+    def list_checkpoints(
         self,
         config: RunnableConfig | None,
         *,
@@ -324,8 +345,12 @@ class SaverCore:
     ) -> Stream:
         if limit is not None and limit <= 0:
             return
+        if filter is not None and not isinstance(filter, dict):
+            raise TypeError(f"filter must be a dict of metadata keys to values, not {filter!r}")
         filter_args: list[Arg] = [len(filter or {})]
         for key, value in (filter or {}).items():
+            if not isinstance(key, str):
+                raise TypeError(f"filter keys must be strings (metadata keys are), not {key!r}")
             filter_args += [f"m:{key}", self.canonical(value)]
         before_id = (get_checkpoint_id(before) or "") if before else ""
         if config is None:
@@ -387,15 +412,11 @@ class SaverCore:
                 take(i, reply)
 
     def _scan_thread_ids(self) -> Op[list[str]]:
-        found: set[str] = set()
-        cursor = 0
-        while True:
-            cursor, keys = yield ScanPage(cursor, self.keys.thread_pattern())
-            found.update(self.keys.thread_id_of(k.decode()) for k in keys)
-            if int(cursor) == 0:
-                return sorted(found)
+        keys = yield ScanKeys(self.keys.thread_pattern())
+        return sorted({self.keys.thread_id_of(k.decode()) for k in keys})
 
-    def _thread_call(self, name: str, thread_id: str, *extra: Arg) -> ScriptCall:
+    def thread_call(self, name: str, thread_id: str, *extra: Arg) -> ScriptCall:
+        """A per-thread script call with KEYS (thread index, runs) and ARGV (prefix, tag, ...)."""
         tag = self.keys.tag(thread_id)
         return ScriptCall(
             name, (self.keys.thread(tag), self.keys.runs(tag)), (self.keys.prefix, tag, *extra)
@@ -407,14 +428,14 @@ class SaverCore:
             yield Batch(pending[start : start + BATCH_SIZE])
 
     def delete_thread(self, thread_id: str) -> Op[None]:
-        yield self._thread_call("delete_thread", str(thread_id))
+        yield self.thread_call("delete_thread", str(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Op[None]:
         if not run_ids:
             return
         encoded = [encode_part(str(r)) for r in run_ids]
         thread_ids = yield from self._scan_thread_ids()
-        yield from self._batched(self._thread_call("delete_for_runs", t, *encoded) for t in thread_ids)
+        yield from self._batched(self.thread_call("delete_for_runs", t, *encoded) for t in thread_ids)
 
     def prune(self, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op[None]:
         script = PRUNE_STRATEGIES.get(strategy)
@@ -422,7 +443,7 @@ class SaverCore:
             raise ValueError(
                 f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'"
             )
-        yield from self._batched(self._thread_call(script, str(t)) for t in thread_ids)
+        yield from self._batched(self.thread_call(script, str(t)) for t in thread_ids)
 
     def set_thread_ttl(self, thread_id: str, seconds: int | None) -> Op[int]:
         """Give a thread its own expiry (``0`` pins it), or, with ``None``, return it to the
@@ -440,7 +461,7 @@ class SaverCore:
         source, target = str(source_thread_id), str(target_thread_id)
         if source == target:
             return
-        records = yield self._thread_call("export_thread", source)
+        records = yield self.thread_call("export_thread", source)
         if not records:
             return
         target_tag = self.keys.tag(target)

@@ -22,6 +22,9 @@ SCRIPT_NAMES = (
     "prune",
     "export_thread",
     "import_thread",
+    "set_thread_ttl",
+    "check_thread",
+    "get_delta_channel_history",
 )
 
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+import builtins
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -15,18 +17,28 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
+    DeltaChannelHistory,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis.cluster import RedisCluster
+from redis.exceptions import ResponseError
+from redis.retry import Retry
 
 from .base import (
     CONNECT_TIMEOUT,
     MAX_CONNECTIONS,
     POOL_TIMEOUT,
+    RETRIES,
+    SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    retry_backoff,
 )
-from .core import Batch, Op, Request, ScanPage, ScriptCall, Stream
+from .check import Problem, check_store
+from .core import Op, Request, ScanKeys, ScriptCall, Stream, explain_response_error
+from .delta import get_delta_channel_history
 from .scripts import script_sources
+from .settings import ttl_seconds
 
 T = TypeVar("T")
 
@@ -37,12 +49,20 @@ class RedisSaver(RedisSaverBase):
     Args:
         url: ``redis://``, ``rediss://`` or ``unix://`` URL; defaults to ``$REDIS_URL``, then
             ``redis://localhost:6379/0``. Ignored when ``client`` is given.
-        client: your own ``redis.Redis``; the saver never closes it.
+        client: your own ``redis.Redis`` or ``redis.cluster.RedisCluster``; the saver never
+            closes it.
+        cluster: connect to a Redis Cluster (``url`` names any one of its nodes).
         prefix: first part of every key, so several savers can share one database.
         ttl: ``{"default_ttl": minutes | timedelta, "refresh_on_read": bool}`` to let idle
             threads expire; ``None`` keeps everything.
         serde: serializer (LangGraph's JsonPlusSerializer by default).
-        max_connections: size of the blocking connection pool the saver creates.
+        max_connections: size of the blocking connection pool the saver creates; a caller
+            waits up to ``pool_timeout`` seconds for a free connection.
+        connect_timeout, socket_timeout: seconds before a connection attempt, or a call to a
+            server that stopped answering, fails (with ``RedisUnavailableError``).
+        retries: how often a dropped connection or a timeout is retried, with backoff.
+        **redis_kwargs: any other redis-py connection option for the saver's own pool, e.g.
+            ``ssl_ca_certs=...`` for rediss:// with a private CA, or ``username=...``.
 
     The async methods (``aput`` ...) run the sync ones in a worker thread.
     """
@@ -51,25 +71,39 @@ class RedisSaver(RedisSaverBase):
         self,
         url: str | None = None,
         *,
-        client: redis.Redis | None = None,
+        client: redis.Redis | RedisCluster | None = None,
+        cluster: bool = False,
         prefix: str = "lg",
         ttl: Any = None,
         serde: SerializerProtocol | None = None,
         max_connections: int = MAX_CONNECTIONS,
         pool_timeout: float = POOL_TIMEOUT,
         connect_timeout: float = CONNECT_TIMEOUT,
+        socket_timeout: float | None = SOCKET_TIMEOUT,
+        retries: int = RETRIES,
+        **redis_kwargs: Any,
     ) -> None:
         connect_url = self._setup(url, client, prefix, ttl, serde)
         if connect_url is not None:
-            pool = redis.BlockingConnectionPool.from_url(
-                connect_url,
-                max_connections=max_connections,
-                timeout=pool_timeout,
-                socket_connect_timeout=connect_timeout,
-            )
-            client = redis.Redis(connection_pool=pool)
+            options: dict[str, Any] = {
+                "max_connections": max_connections,
+                "socket_connect_timeout": connect_timeout,
+                "socket_timeout": socket_timeout,
+                "retry": Retry(retry_backoff(), retries),
+                **redis_kwargs,
+            }
+            if cluster:
+                # one blocking pool per node
+                client = RedisCluster.from_url(
+                    connect_url, connection_pool_class=redis.BlockingConnectionPool, **options
+                )
+            else:
+                pool = redis.BlockingConnectionPool.from_url(
+                    connect_url, timeout=pool_timeout, retry_on_timeout=retries > 0, **options
+                )
+                client = redis.Redis(connection_pool=pool)
         assert client is not None
-        self._client: redis.Redis = client
+        self._client: redis.Redis | RedisCluster = client
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
@@ -84,14 +118,15 @@ class RedisSaver(RedisSaverBase):
             saver.close()
 
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> redis.Redis | RedisCluster:
         return self._client
 
     def close(self) -> None:
         """Close the connections the saver opened (never a client passed in)."""
         if self._owns_client:
             self._client.close()
-            self._client.connection_pool.disconnect()
+            if isinstance(self._client, redis.Redis):  # its pool was handed in: close it too
+                self._client.connection_pool.disconnect()
 
     def __enter__(self) -> RedisSaver:
         return self
@@ -109,14 +144,25 @@ class RedisSaver(RedisSaverBase):
         try:
             if isinstance(request, ScriptCall):
                 return self._scripts[request.name](keys=request.keys, args=request.args)
-            if isinstance(request, ScanPage):
-                return self._client.scan(request.cursor, match=request.match, count=request.count)
+            if isinstance(request, ScanKeys):
+                return list(self._client.scan_iter(match=request.match, count=request.count))
+            if isinstance(self._client, RedisCluster):
+                # cluster pipelines refuse EVALSHA: one call after the other
+                return [self._send(call) for call in request.calls]
+            # a batch: load its scripts, then one pipeline of EVALSHA
+            for name in {call.name for call in request.calls}:
+                self._client.script_load(self._scripts[name].script)
             pipe = self._client.pipeline(transaction=False)
             for call in request.calls:
-                self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+                pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return pipe.execute()
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
+        except ResponseError as exc:
+            explained = explain_response_error(request, exc)
+            if explained is exc:
+                raise
+            raise explained from exc
 
     def _run(self, op: Op[T]) -> T:
         reply: Any = None
@@ -151,7 +197,9 @@ class RedisSaver(RedisSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        return self._stream(self._core.list(config, filter=filter, before=before, limit=limit))
+        return self._stream(
+            self._core.list_checkpoints(config, filter=filter, before=before, limit=limit)
+        )
 
     def put(
         self,
@@ -183,6 +231,29 @@ class RedisSaver(RedisSaverBase):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self._run(self._core.prune(thread_ids, strategy))
 
+    def check_invariants(self) -> builtins.list[Problem]:
+        """Every inconsistency among the keys of this saver's prefix (empty when sound)."""
+        return self._run(check_store(self._core))
+
+    # -- per-thread expiry -------------------------------------------------------------------
+    def set_thread_ttl(self, thread_id: str, ttl: float | timedelta) -> None:
+        """Give one thread its own expiry (minutes or a timedelta), whatever the default."""
+        self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))
+
+    def pin_thread(self, thread_id: str) -> None:
+        """Keep one thread forever: none of its keys expire until it is unpinned."""
+        self._run(self._core.set_thread_ttl(thread_id, 0))
+
+    def unpin_thread(self, thread_id: str) -> None:
+        """Return a pinned (or own-ttl) thread to the saver's default expiry."""
+        self._run(self._core.set_thread_ttl(thread_id, None))
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The DeltaChannel ancestor walk, on the server in one script call."""
+        return self._run(get_delta_channel_history(self._core, config, channels))
+
     # -- async API: the sync calls, run in a worker thread ------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -195,8 +266,8 @@ class RedisSaver(RedisSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        def collect() -> list[CheckpointTuple]:
-            return list(self.list(config, filter=filter, before=before, limit=limit))
+        def collect() -> builtins.list[CheckpointTuple]:
+            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
 
         for item in await asyncio.to_thread(collect):
             yield item
@@ -230,3 +301,10 @@ class RedisSaver(RedisSaverBase):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            self.get_delta_channel_history, config=config, channels=channels
+        )

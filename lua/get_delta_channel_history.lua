@@ -1,0 +1,112 @@
+--[[
+  get_delta_channel_history: the ancestor walk behind LangGraph's DeltaChannel, on the server.
+  From the target checkpoint, follow the parent ids (the `p` fields). At every ancestor (not
+  the target itself), for every requested channel still open: take the ancestor's writes to
+  the channel; and if the ancestor stores a value for the channel (its `bv` has a ref for the
+  channel and that blob exists), that value is the channel's seed and the channel closes there
+  (the seed ancestor's own writes are taken too). The walk ends when every channel is closed,
+  at the root, at a parent that no longer exists, or when the budget runs out (then the reply
+  carries a cursor to go on from). The semantics of InMemorySaver.get_delta_channel_history.
+
+  KEYS[1]  P:idx:{T}:N      namespace index (ZSET of checkpoint ids)
+
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  namespace N (encoded)
+  ARGV[4]  checkpoint id (raw), "" for the latest of the namespace
+  ARGV[5]  "0": ARGV[4] is the target, the walk starts at its parent;
+           "1": ARGV[4] is the cursor of an earlier reply, the walk starts at it
+  ARGV[6]  budget: at most this many ancestors are visited (LangGraph snapshots every delta
+           channel at least every 5,000 supersteps, so a budget of 10,000 is never reached
+           by the threads it writes; the budget only bounds how long the server is busy)
+  ARGV[7]  the saver's default ttl in seconds (0: none); the thread's own setting wins. With
+           a ttl, every key the walk reads gets a fresh expiry, refresh_on_read or not: the
+           chain is part of the state of the checkpoints after it, and put_checkpoint.lua
+           refreshes only the keys of the checkpoint it writes, so without this a chain older
+           than the ttl would expire under a thread that is still in use
+  ARGV[8..] the channels (raw names, no duplicates)
+
+  Reply: { cursor | nil, step, step, ... } with one step per ancestor that contributed
+  something, nearest ancestor first:
+    { {field, record, ...}, {position, value, ...} }
+  the ancestor's writes to the channels still open (fields and records as in get_tuple, in no
+  particular order), then for each channel that closes at this ancestor its position in
+  ARGV[8..] (1 for ARGV[8]) and its stored value "<type>\0<bytes>".
+  The cursor is the id of the next ancestor to visit when the budget ran out with channels
+  still open; nil when the walk is complete.
+]]
+-- @include keyschema
+-- @include delta
+
+local K = keyspace(ARGV[1], ARGV[2])
+local ns, id = ARGV[3], ARGV[4]
+local budget, ttl = tonumber(ARGV[6]), tonumber(ARGV[7])
+ttl = thread_ttl(K, ttl)
+
+local position, by_enc, count = {}, {}, 0  -- open channels: raw name -> position in ARGV[8..]
+for i = 8, #ARGV do
+  local name = ARGV[i]
+  if not position[name] then
+    position[name] = i - 7
+    by_enc[enc(name)] = name
+    count = count + 1
+  end
+end
+
+local cursor
+if ARGV[5] == "1" then
+  cursor = id
+else
+  if id == "" then
+    local latest = redis.call("ZREVRANGE", KEYS[1], 0, 0)
+    if #latest == 0 then return { false } end
+    id = latest[1]
+  end
+  cursor = redis.call("HGET", K.checkpoint(ns, id), "p")  -- false: no target, or the root
+end
+
+local reply = { false }
+local seen, visited = {}, 0
+while cursor and count > 0 and not seen[cursor] do
+  if visited >= budget then
+    reply[1] = cursor
+    break
+  end
+  local cp = K.checkpoint(ns, cursor)
+  local fields = redis.call("HMGET", cp, "p", "bv")
+  if redis.call("EXISTS", cp) == 0 then break end
+  seen[cursor] = true
+  visited = visited + 1
+
+  local wkey = K.writes(ns, cursor)
+  local all = redis.call("HGETALL", wkey)
+  local writes = {}
+  for j = 1, #all, 2 do
+    if position[record_channel(all[j + 1])] then
+      writes[#writes + 1] = all[j]
+      writes[#writes + 1] = all[j + 1]
+    end
+  end
+
+  local seeds = {}
+  for _, ref in ipairs(split_refs(fields[2])) do
+    local name = by_enc[ref_channel(ref)]
+    if name and position[name] then
+      local key = K.blob(ns, ref)
+      local value = redis.call("GET", key)
+      if value then
+        seeds[#seeds + 1] = position[name]
+        seeds[#seeds + 1] = value
+        position[name] = nil
+        count = count - 1
+        expire(key, ttl)
+      end
+    end
+  end
+
+  if ttl > 0 then
+    expire(cp, ttl)
+    if #all > 0 then expire(wkey, ttl) end
+  end
+  if #writes > 0 or #seeds > 0 then reply[#reply + 1] = { writes, seeds } end
+  cursor = fields[1]
+end
+return reply

@@ -1,0 +1,93 @@
+-- Delta channels (LangGraph's DeltaChannel); inlined where a script says `-- @include delta`
+-- (after keyschema).
+--
+-- A DeltaChannel stores its value only now and then (a `_DeltaSnapshot` blob, every
+-- `snapshot_frequency` updates); at the other checkpoints it stores nothing, and its value is
+-- rebuilt from the nearest ancestor that stores one (the seed) plus the writes stored at that
+-- ancestor and at every ancestor after it. So a checkpoint depends on a stretch of its parent
+-- chain, and whatever removes checkpoints must keep that stretch.
+
+-- The channel of a write record: "<len path>:<len channel>:" .. path .. channel .. value.
+local function record_channel(record)
+  local a = string.find(record, ":", 1, true)
+  local b = string.find(record, ":", a + 1, true)
+  local path_len = tonumber(string.sub(record, 1, a - 1))
+  local channel_len = tonumber(string.sub(record, a + 1, b - 1))
+  local first = b + 1 + path_len
+  return string.sub(record, first, first + channel_len - 1)
+end
+
+-- The encoded channel of a blob ref "C:V".
+local function ref_channel(ref)
+  return string.sub(ref, 1, string.find(ref, ":", 1, true) - 1)
+end
+
+-- The delta channels checkpoint `id` stores no value for, as { [raw name] = true } and their
+-- count. LangGraph lists every DeltaChannel that was not snapshotted at a checkpoint in its
+-- metadata `counters_since_delta_snapshot` (kept here as the canonical JSON field
+-- "m:counters_since_delta_snapshot"); a channel the checkpoint stores anyway is left out.
+-- Returns nil when that field cannot be read: the caller must then assume the worst.
+local function unsnapshotted_channels(K, ns, id)
+  local fields = redis.call("HMGET", K.checkpoint(ns, id), "m:counters_since_delta_snapshot", "bv")
+  if not fields[1] or fields[1] == "null" then return {}, 0 end
+  local ok, counters = pcall(cjson.decode, fields[1])
+  if not ok or type(counters) ~= "table" then return nil, 0 end
+  local open, by_enc, count = {}, {}, 0
+  for name in pairs(counters) do
+    if type(name) ~= "string" then return nil, 0 end
+    open[name] = true
+    by_enc[enc(name)] = name
+    count = count + 1
+  end
+  for _, ref in ipairs(split_refs(fields[2])) do
+    local name = by_enc[ref_channel(ref)]
+    if name and open[name] and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
+      open[name] = nil
+      count = count - 1
+    end
+  end
+  return open, count
+end
+
+-- The ancestors of checkpoint `id` (nearest first) that rebuilding its delta channels reads:
+-- its parent chain up to the farthest ancestor holding a write to one of those channels or the
+-- seed of one. Past that ancestor nothing contributes: every channel found its seed, or no
+-- older checkpoint holds anything for it. When the checkpoint's counters cannot be read, the
+-- whole parent chain. A parent id seen twice (a cycle, which LangGraph never writes) ends it.
+local function delta_dependencies(K, ns, id)
+  local open, count = unsnapshotted_channels(K, ns, id)
+  local chain, needed = {}, 0
+  if open ~= nil and count == 0 then return chain end
+  local by_enc = {}
+  for name in pairs(open or {}) do by_enc[enc(name)] = name end
+  local seen = { [id] = true }
+  local cursor = redis.call("HGET", K.checkpoint(ns, id), "p")
+  while cursor and not seen[cursor] do
+    local cp = K.checkpoint(ns, cursor)
+    if redis.call("EXISTS", cp) == 0 then break end
+    seen[cursor] = true
+    chain[#chain + 1] = cursor
+    if open == nil then
+      needed = #chain
+    else
+      for _, record in ipairs(redis.call("HVALS", K.writes(ns, cursor))) do
+        if open[record_channel(record)] then
+          needed = #chain
+          break
+        end
+      end
+      for _, ref in ipairs(split_refs(redis.call("HGET", cp, "bv"))) do
+        local name = by_enc[ref_channel(ref)]
+        if name and open[name] and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
+          open[name] = nil
+          count = count - 1
+          needed = #chain
+        end
+      end
+      if count == 0 then break end
+    end
+    cursor = redis.call("HGET", cp, "p")
+  end
+  for i = #chain, needed + 1, -1 do chain[i] = nil end
+  return chain
+end

@@ -1,0 +1,86 @@
+"""Delta channels: the ancestor walk of ``get_delta_channel_history``, free of I/O.
+
+LangGraph's ``DeltaChannel`` stores its value only at some checkpoints (a ``_DeltaSnapshot``
+every ``snapshot_frequency`` updates). At the others it stores nothing, and LangGraph rebuilds
+the value from the nearest ancestor that stores one (the *seed*) plus the writes stored at that
+ancestor and at every ancestor after it, asking the saver for them with
+``get_delta_channel_history``. Here the whole walk is one call of
+``lua/get_delta_channel_history.lua``; this module builds that call and decodes its reply, in
+the style of :mod:`.core` (an operation is a generator of requests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, get_checkpoint_id
+
+from .core import Op, SaverCore, ScriptCall, _thread_id
+from .keys import encode_part
+
+# Ancestors one script call visits at most. LangGraph snapshots every delta channel at least
+# every 5,000 supersteps (DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT), so the threads it writes never
+# need a second call; a longer walk (a raised bound, hand-written checkpoints) goes on in further
+# calls from the cursor the script returns, so no single call keeps the server busy for long.
+HISTORY_BUDGET = 10_000
+
+
+def get_delta_channel_history(
+    core: SaverCore, config: RunnableConfig, channels: Sequence[str]
+) -> Op[dict[str, DeltaChannelHistory]]:
+    """Per channel: the writes on the path to the checkpoint of ``config`` (the latest of its
+    namespace without a ``checkpoint_id``), oldest first and each checkpoint's in
+    ``writes_sort_key`` order, and the ``seed`` when an ancestor stores a value.
+
+    The semantics of ``InMemorySaver.get_delta_channel_history``: the target's own writes are
+    not included; the seed ancestor's are. With a ttl, the keys read get a fresh expiry (see
+    the script's header)."""
+    wanted = list(dict.fromkeys(channels))
+    if not wanted:
+        return {}
+    thread_id = _thread_id(config)
+    ns = config["configurable"].get("checkpoint_ns") or ""
+    tag = core.keys.tag(thread_id)
+
+    # per channel, one list of writes per contributing ancestor, nearest ancestor first
+    found: dict[str, list[list[PendingWrite]]] = {c: [] for c in wanted}
+    seeds: dict[str, Any] = {}
+    start, resume = get_checkpoint_id(config) or "", "0"
+    open_channels = wanted
+    cursors: set[str] = set()
+    while True:
+        reply = yield ScriptCall(
+            "get_delta_channel_history",
+            (core.keys.index(tag, ns),),
+            (
+                core.keys.prefix, tag, encode_part(ns), start, resume,
+                HISTORY_BUDGET, core._ttl_seconds, *open_channels,
+            ),
+        )
+        for writes, seed_pairs in reply[1:]:
+            step: dict[str, list[PendingWrite]] = {}
+            for write in core._pending_writes(writes):  # sorted by writes_sort_key
+                step.setdefault(write[1], []).append(write)
+            for channel, channel_writes in step.items():
+                found[channel].append(channel_writes)
+            for position, stored in zip(seed_pairs[::2], seed_pairs[1::2], strict=True):
+                seeds[open_channels[int(position) - 1]] = core.loads(stored)
+        if reply[0] is None:
+            break
+        start, resume = reply[0].decode(), "1"
+        if start in cursors:  # a cycle of parent ids: LangGraph never writes one
+            break
+        cursors.add(start)
+        open_channels = [c for c in open_channels if c not in seeds]
+
+    result: dict[str, DeltaChannelHistory] = {}
+    for channel in wanted:
+        entry: DeltaChannelHistory = {
+            "writes": [w for step_writes in reversed(found[channel]) for w in step_writes]
+        }
+        if channel in seeds:
+            entry["seed"] = seeds[channel]
+        result[channel] = entry
+    return result
