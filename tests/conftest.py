@@ -16,8 +16,8 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -66,7 +66,15 @@ class PrivateServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> PrivateServer:
-        args = [str(self.binary), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)]
+        args = [
+            str(self.binary),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.directory),
+        ]
         for name, value in self.config.items():
             args += [f"--{name}", value]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -210,7 +218,9 @@ class RoundTrips:
             cls = module.AbstractConnection
             original = cls.send_packed_command
 
-            def counted(conn: object, *args: object, __original: object = original, **kw: object) -> object:
+            def counted(
+                conn: object, *args: object, __original: object = original, **kw: object
+            ) -> object:
                 self.count += 1
                 return __original(conn, *args, **kw)  # type: ignore[operator]
 
@@ -289,7 +299,7 @@ class LocalCluster:
         for node in self.nodes:
             node.start()
         admins = [redis.Redis(port=n.port) for n in self.nodes]
-        for admin, (first, last) in zip(admins, self.RANGES):
+        for admin, (first, last) in zip(admins, self.RANGES, strict=True):
             admin.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
         for node in self.nodes[1:]:
             admins[0].execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
@@ -308,7 +318,10 @@ class LocalCluster:
                     with redis.Redis(port=node.port, socket_timeout=1) as admin:
                         info = admin.execute_command("CLUSTER", "INFO").decode()
                     fields = dict(line.split(":", 1) for line in info.split() if ":" in line)
-                    states.append(fields.get("cluster_state") == "ok" and fields.get("cluster_known_nodes") == "3")
+                    states.append(
+                        fields.get("cluster_state") == "ok"
+                        and fields.get("cluster_known_nodes") == "3"
+                    )
                 except redis.exceptions.RedisError:
                     states.append(False)
             if all(states):

@@ -107,9 +107,10 @@ def _unused_port() -> int:
 
 def test_unreachable_server_is_named() -> None:
     url = f"redis://:hunter2@127.0.0.1:{_unused_port()}/0"
-    with RedisSaver(url, connect_timeout=1) as saver:
-        with pytest.raises(RedisUnavailableError, match=r"cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1") as info:
-            saver.get_tuple(cfg("t"))
+    with RedisSaver(url, connect_timeout=1) as saver, pytest.raises(
+        RedisUnavailableError, match=r"cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1"
+    ) as info:
+        saver.get_tuple(cfg("t"))
     assert "hunter2" not in str(info.value)
     assert isinstance(info.value, redis.exceptions.ConnectionError)
 
@@ -117,5 +118,7 @@ def test_unreachable_server_is_named() -> None:
 async def test_unreachable_server_is_named_async() -> None:
     port = _unused_port()
     async with AsyncRedisSaver(f"redis://127.0.0.1:{port}/0", connect_timeout=1) as saver:
-        with pytest.raises(RedisUnavailableError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"):
+        with pytest.raises(
+            RedisUnavailableError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"
+        ):
             await saver.aput(cfg("t"), make_checkpoint({}, {}), {}, {})

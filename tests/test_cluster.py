@@ -62,12 +62,16 @@ def test_list_across_shards_matches_a_single_server(server_url: str) -> None:
     with RedisSaver(server_url, cluster=True, prefix=new_prefix()) as saver:
         ids = []
         for i in range(12):
-            ids += chain(saver, f"t{i}", [{"user_id": "u" if i % 3 else "v", "step": s} for s in range(3)])
+            ids += chain(
+                saver, f"t{i}", [{"user_id": "u" if i % 3 else "v", "step": s} for s in range(3)]
+            )
         newest_first = sorted(ids, reverse=True)
         assert [t.checkpoint["id"] for t in saver.list(None)] == newest_first
         assert [t.checkpoint["id"] for t in saver.list(None, limit=5)] == newest_first[:5]
         before = cfg("x", checkpoint_id=newest_first[10])
-        assert [t.checkpoint["id"] for t in saver.list(None, before=before, limit=3)] == newest_first[11:14]
+        assert [
+            t.checkpoint["id"] for t in saver.list(None, before=before, limit=3)
+        ] == newest_first[11:14]
         v_ids = [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "v"})]
         assert v_ids == sorted([i for n, i in enumerate(ids) if (n // 3) % 3 == 0], reverse=True)
 
@@ -101,7 +105,9 @@ async def test_async_saver_on_the_cluster_with_gather(server_url: str) -> None:
 
         async def talk(n: int) -> None:
             for i in range(3):
-                await graph.ainvoke({"messages": [f"user {i}"]}, {"configurable": {"thread_id": f"a{n}"}})
+                await graph.ainvoke(
+                    {"messages": [f"user {i}"]}, {"configurable": {"thread_id": f"a{n}"}}
+                )
 
         await asyncio.gather(*(talk(n) for n in range(30)))
         for n in range(30):

@@ -16,7 +16,7 @@ import redis.asyncio as aredis
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 
-from .conftest import _start_embedded_valkey, new_prefix
+from .conftest import new_prefix
 from .test_contract import cfg, make_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def put_one(saver: RedisSaver, thread_id: str, value: object) -> None:
     version = saver.get_next_version(None, None)
-    saver.put(cfg(thread_id), make_checkpoint({"v": value}, {"v": version}), {"step": 0}, {"v": version})
+    saver.put(
+        cfg(thread_id), make_checkpoint({"v": value}, {"v": version}), {"step": 0}, {"v": version}
+    )
 
 
 def test_url_defaults_to_the_environment(server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,7 +77,9 @@ async def test_pool_makes_200_concurrent_callers_wait(server_url: str) -> None:
 
         async def one(i: int) -> None:
             version = saver.get_next_version(None, None)
-            await saver.aput(cfg(f"t{i}"), make_checkpoint({"i": i}, {"i": version}), {}, {"i": version})
+            await saver.aput(
+                cfg(f"t{i}"), make_checkpoint({"i": i}, {"i": version}), {}, {"i": version}
+            )
 
         await asyncio.gather(*(one(i) for i in range(200)))
         ids = {t.config["configurable"]["thread_id"] async for t in saver.alist(None)}
@@ -88,7 +92,10 @@ def test_sync_pool_makes_32_threads_wait(server_url: str) -> None:
     with RedisSaver(server_url, prefix=new_prefix(), max_connections=4) as saver:
         with ThreadPoolExecutor(32) as pool:
             list(pool.map(lambda i: put_one(saver, f"t{i}", i), range(200)))
-        values = {t.config["configurable"]["thread_id"]: t.checkpoint["channel_values"]["v"] for t in saver.list(None)}
+        values = {
+            t.config["configurable"]["thread_id"]: t.checkpoint["channel_values"]["v"]
+            for t in saver.list(None)
+        }
     assert values == {f"t{i}": i for i in range(200)}
 
 
@@ -96,7 +103,18 @@ def test_wheel_works_in_a_fresh_venv_outside_the_repo(tmp_path: Path, server_url
     """`pip wheel .` ships the Lua scripts; the wheel, installed outside the repo, works."""
     dist = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-w", str(dist), "-q"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            "-q",
+        ],
         check=True,
     )
     (wheel,) = dist.glob("langgraph_checkpoint_rediskv-*.whl")
@@ -104,7 +122,17 @@ def test_wheel_works_in_a_fresh_venv_outside_the_repo(tmp_path: Path, server_url
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
         check=True,
     )
     # The fresh interpreter sees the wheel first and this venv's dependencies after it, but
@@ -128,9 +156,15 @@ def test_wheel_works_in_a_fresh_venv_outside_the_repo(tmp_path: Path, server_url
     )
     env = {**os.environ, "PYTHONPATH": f"{target}{os.pathsep}{deps}"}
     result = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", program], cwd=tmp_path, env=env, capture_output=True, text=True
+        [str(venv / "bin" / "python"), "-c", program],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "from the wheel"
-    shipped = sorted(p.name for p in (target / "langgraph" / "checkpoint" / "rediskv" / "lua").glob("*.lua"))
+    shipped = sorted(
+        p.name for p in (target / "langgraph" / "checkpoint" / "rediskv" / "lua").glob("*.lua")
+    )
     assert shipped == sorted(p.name for p in (REPO / "lua").glob("*.lua"))

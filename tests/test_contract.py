@@ -31,7 +31,9 @@ def make_checkpoint(values: dict[str, Any], versions: dict[str, Any]) -> Checkpo
     return checkpoint
 
 
-def chain(saver: RedisSaver, thread_id: str, metadatas: list[dict[str, Any]], ns: str = "") -> list[str]:
+def chain(
+    saver: RedisSaver, thread_id: str, metadatas: list[dict[str, Any]], ns: str = ""
+) -> list[str]:
     """Put one checkpoint per metadata, each the child of the previous; returns their ids."""
     ids: list[str] = []
     version = None
@@ -109,7 +111,11 @@ def test_list_order_before_and_limit(saver: RedisSaver) -> None:
     ids = chain(saver, "t", [{"step": i} for i in range(6)])
     assert listed_ids(saver, cfg("t")) == ids[::-1]
     assert listed_ids(saver, cfg("t"), limit=2) == [ids[5], ids[4]]
-    assert listed_ids(saver, cfg("t"), before=cfg("t", checkpoint_id=ids[3])) == [ids[2], ids[1], ids[0]]
+    assert listed_ids(saver, cfg("t"), before=cfg("t", checkpoint_id=ids[3])) == [
+        ids[2],
+        ids[1],
+        ids[0],
+    ]
     assert listed_ids(saver, cfg("t"), before=cfg("t", checkpoint_id=ids[3]), limit=1) == [ids[2]]
     assert listed_ids(saver, cfg("t", checkpoint_id=ids[2])) == [ids[2]]
     assert listed_ids(saver, cfg("t"), limit=0) == []
@@ -137,7 +143,10 @@ def test_list_merges_namespaces_newest_first(saver: RedisSaver) -> None:
     assert listed_ids(saver, {"configurable": {"thread_id": "t"}}) == both
     assert listed_ids(saver, cfg("t", ns="child:1")) == child[::-1]
     assert listed_ids(saver, cfg("t")) == sorted(root, reverse=True)
-    namespaces = [t.config["configurable"]["checkpoint_ns"] for t in saver.list({"configurable": {"thread_id": "t"}})]
+    namespaces = [
+        t.config["configurable"]["checkpoint_ns"]
+        for t in saver.list({"configurable": {"thread_id": "t"}})
+    ]
     assert namespaces == ["" if i in root else "child:1" for i in both]
 
 
@@ -149,7 +158,9 @@ def test_list_none_searches_every_thread_newest_first(saver: RedisSaver) -> None
     assert listed_ids(saver, None) == all_ids
     assert listed_ids(saver, None, limit=2) == all_ids[:2]
     assert listed_ids(saver, None, filter={"user_id": "u1"}) == [a[2], b[0], a[0]]
-    assert listed_ids(saver, None, filter={"user_id": "u1"}, before=cfg("x", checkpoint_id=a[2])) == [b[0], a[0]]
+    assert listed_ids(
+        saver, None, filter={"user_id": "u1"}, before=cfg("x", checkpoint_id=a[2])
+    ) == [b[0], a[0]]
     threads = [t.config["configurable"]["thread_id"] for t in saver.list(None)]
     assert threads == ["a", "b", "a", "a"]
 
@@ -163,7 +174,9 @@ async def test_async_list_none_matches_sync(async_saver: AsyncRedisSaver, server
 
 
 # -- writes ------------------------------------------------------------------------------------
-def test_put_writes_first_wins_special_channels_upsert_and_sort_by_task_path(saver: RedisSaver) -> None:
+def test_put_writes_first_wins_special_channels_upsert_and_sort_by_task_path(
+    saver: RedisSaver,
+) -> None:
     (cid,) = chain(saver, "t", [{"step": 0}])
     config = cfg("t", checkpoint_id=cid)
     # task ids sort in the opposite order of their paths: the path must decide
@@ -185,7 +198,9 @@ def test_put_writes_first_wins_special_channels_upsert_and_sort_by_task_path(sav
 
 
 # -- storage -------------------------------------------------------------------------------
-def test_blobs_written_once_per_version_as_raw_serializer_bytes(saver: RedisSaver, client: redis.Redis) -> None:
+def test_blobs_written_once_per_version_as_raw_serializer_bytes(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
     keys = KeySchema(saver.prefix)
     tag = keys.tag("t")
     v1, w1 = saver.get_next_version(None, None), saver.get_next_version(None, None)
@@ -196,7 +211,9 @@ def test_blobs_written_once_per_version_as_raw_serializer_bytes(saver: RedisSave
     saver.put(cfg("t", checkpoint_id=first["id"]), second, {"step": 1}, {"a": v2})
 
     blob_keys = keys_of(client, f"{saver.prefix}:blob:*")
-    assert blob_keys == sorted([keys.blob(tag, "", "a", v1), keys.blob(tag, "", "a", v2), keys.blob(tag, "", "b", w1)])
+    assert blob_keys == sorted(
+        [keys.blob(tag, "", "a", v1), keys.blob(tag, "", "a", v2), keys.blob(tag, "", "b", w1)]
+    )
     type_a, data_a = saver.serde.dumps_typed("A2")
     assert client.get(keys.blob(tag, "", "a", v2)) == type_a.encode() + b"\0" + data_a
     assert client.get(keys.blob(tag, "", "b", w1)) == b"bytes\0\x00raw"
@@ -229,7 +246,11 @@ def test_a_fork_never_changes_a_stored_checkpoint(saver: RedisSaver) -> None:
         cid: saver.get_tuple(cfg("t", checkpoint_id=cid)).checkpoint["channel_values"]  # type: ignore[union-attr]
         for cid in [root["id"], *children]
     }
-    assert values == {root["id"]: {"x": "root"}, children[0]: {"x": "left"}, children[1]: {"x": "right"}}
+    assert values == {
+        root["id"]: {"x": "root"},
+        children[0]: {"x": "left"},
+        children[1]: {"x": "right"},
+    }
 
 
 # -- extended operations ---------------------------------------------------------------------
@@ -248,7 +269,9 @@ def test_copy_thread_makes_an_independent_copy(saver: RedisSaver, client: redis.
     assert listed_ids(saver, cfg("dst")) == [ids[1]]
 
 
-def test_delete_for_runs_keeps_blobs_that_survivors_use(saver: RedisSaver, client: redis.Redis) -> None:
+def test_delete_for_runs_keeps_blobs_that_survivors_use(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
     v = saver.get_next_version(None, None)
     first = make_checkpoint({"shared": "S"}, {"shared": v})
     saver.put(cfg("t"), first, {"run_id": "old"}, {"shared": v})
@@ -262,7 +285,9 @@ def test_delete_for_runs_keeps_blobs_that_survivors_use(saver: RedisSaver, clien
     assert keys_of(client, f"{saver.prefix}:*") == []
 
 
-def test_prune_keep_latest_leaves_exactly_the_latest(saver: RedisSaver, client: redis.Redis) -> None:
+def test_prune_keep_latest_leaves_exactly_the_latest(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
     ids = chain(saver, "t", [{"step": i, "run_id": f"r{i}"} for i in range(4)])
     saver.put_writes(cfg("t", checkpoint_id=ids[0]), [("n", 0)], "old-task")
     saver.put_writes(cfg("t", checkpoint_id=ids[-1]), [("n", 9)], "new-task")
@@ -291,7 +316,9 @@ def test_prune_keep_latest_leaves_exactly_the_latest(saver: RedisSaver, client: 
 
 
 @pytest.mark.parametrize("strategy", ["keep_latest", "delete_all"])
-async def test_async_prune_matches_sync(async_saver: AsyncRedisSaver, server_url: str, strategy: str) -> None:
+async def test_async_prune_matches_sync(
+    async_saver: AsyncRedisSaver, server_url: str, strategy: str
+) -> None:
     with RedisSaver(server_url, prefix=async_saver.prefix) as sync_saver:
         ids = chain(sync_saver, "t", [{"step": i} for i in range(3)])
     await async_saver.aprune(["t"], strategy=strategy)

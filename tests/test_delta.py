@@ -431,8 +431,9 @@ async def test_prune_keep_latest_keeps_what_the_latest_needs(
     assert all("messages" not in t.checkpoint["channel_values"] for t in kept[:-1])
     assert [t.parent_config for t in kept[:-1]] == [t.config for t in kept[1:]]
 
-    assert await runner.values(chat_graph(runner.open_saver(), 7), thread("pruned")) == (
-        recorded[-1][1]
+    assert (
+        await runner.values(chat_graph(runner.open_saver(), 7), thread("pruned"))
+        == (recorded[-1][1])
     )
     # and the conversation goes on as on the unpruned twin
     on_pruned = await chat(runner, graph, "pruned", range(30, 33))
@@ -547,9 +548,7 @@ def test_hand_written_chain_with_awkward_names(saver: RedisSaver, client: redis.
         config: RunnableConfig = {
             "configurable": {"thread_id": "t", "checkpoint_ns": ns, "checkpoint_id": parent}
         }
-        saved = saver.put(
-            config, checkpoint, {"step": i}, {c: f"{i}.{c}" for c in values}
-        )
+        saved = saver.put(config, checkpoint, {"step": i}, {c: f"{i}.{c}" for c in values})
         for task, path in (("task-z", "~a"), ("task-a", "~b"), ("task-m", "")):
             writes = [(odd, f"{task}-{i}-1"), (never, f"{task}-{i}"), (odd, f"{task}-{i}-2")]
             saver.put_writes(saved, [*writes, (twice, i), ("__error__", "boom")], task, path)
@@ -569,7 +568,12 @@ def test_hand_written_chain_with_awkward_names(saver: RedisSaver, client: redis.
     assert "seed" not in ours[never] and ours["nope"] == {"writes": []}
     # oldest first; within a checkpoint by (task_path, task_id, idx): "" < "~a" < "~b"
     assert [w[2] for w in ours[odd]["writes"][:6]] == [
-        "task-m-1-1", "task-m-1-2", "task-z-1-1", "task-z-1-2", "task-a-1-1", "task-a-1-2"
+        "task-m-1-1",
+        "task-m-1-2",
+        "task-z-1-1",
+        "task-z-1-2",
+        "task-a-1-1",
+        "task-a-1-2",
     ]
     assert len(ours[odd]["writes"]) == 4 * 6 and len(ours[never]["writes"]) == 5 * 3
     assert [w[2] for w in ours[twice]["writes"]] == [3] * 3 + [4] * 3

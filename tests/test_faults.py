@@ -81,7 +81,9 @@ def test_crash_and_restart_with_aof_loses_nothing_acknowledged(tmp_path: Any) ->
             for i in range(20):
                 turn(graph, "chat", f"user {i}")
             server.kill()
-            with pytest.raises(RedisUnavailableError, match="cannot reach Redis at redis://127.0.0.1"):
+            with pytest.raises(
+                RedisUnavailableError, match=r"cannot reach Redis at redis://127\.0\.0\.1"
+            ):
                 saver.get_tuple(cfg("chat"))
             server.start()  # same port, same directory: the AOF is replayed
             for i in range(20, 30):  # the same saver and graph go on
@@ -108,8 +110,12 @@ def test_script_flush_mid_run_changes_nothing(private_server: PrivateServer) -> 
     admin.close()
 
 
-def test_a_server_that_stops_answering_fails_the_call_instead_of_hanging(private_server: PrivateServer) -> None:
-    with RedisSaver(private_server.url, prefix=new_prefix(), socket_timeout=0.5, retries=0) as saver:
+def test_a_server_that_stops_answering_fails_the_call_instead_of_hanging(
+    private_server: PrivateServer,
+) -> None:
+    with RedisSaver(
+        private_server.url, prefix=new_prefix(), socket_timeout=0.5, retries=0
+    ) as saver:
         saver.get_tuple(cfg("t"))  # connected and scripts loaded
         private_server.pause()
         outcome: list[BaseException | None] = []
@@ -137,7 +143,9 @@ async def test_async_saver_survives_killed_connections(private_server: PrivateSe
         for i in range(40):
             if i % 4 == 0:
                 admin.client_kill_filter(_type="normal", skipme=True)
-            await graph.ainvoke({"messages": [f"user {i}"]}, {"configurable": {"thread_id": "chat"}})
+            await graph.ainvoke(
+                {"messages": [f"user {i}"]}, {"configurable": {"thread_id": "chat"}}
+            )
         state = await graph.aget_state({"configurable": {"thread_id": "chat"}})
         assert state.values == {"profile": "likes tea", "messages": expected_messages(40)}
         assert await saver.acheck_invariants() == []

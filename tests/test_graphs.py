@@ -673,8 +673,8 @@ async def test_time_travel_replay_and_update_state_fork(driver: Driver) -> None:
     ]
     # the old branch is unchanged: each old checkpoint reads back exactly as before the forks
     assert after[6:] == original
-    for snapshot in original:
-        assert await driver.get_state(graph, snapshot.config) == snapshot
+    for state in original:
+        assert await driver.get_state(graph, state.config) == state
     # both new branches hang off the old checkpoint
     new_roots = [s for s in after[:6] if s.metadata["step"] == 2]
     assert [s.parent_config["configurable"]["checkpoint_id"] for s in new_roots] == [old_id, old_id]

@@ -20,7 +20,9 @@ from .test_contract import cfg, make_checkpoint
 
 EXAMPLES = 150
 property_settings = settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 ids = st.text(max_size=40) | st.sampled_from(["", "a*", "k:x", "{t}", "%", "x" * 1100])
@@ -34,7 +36,9 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 metadata_keys = st.sampled_from(["source", "step", "user_id", "x", "ünï", "a:b", "m:x"])
@@ -49,7 +53,7 @@ def strictly_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(strictly_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
 
 
@@ -92,13 +96,19 @@ def _round_trip_ids(saver: RedisSaver, rows: list[tuple[str, str, str, str]]) ->
 
 @property_settings
 @given(
-    metadatas=st.lists(st.dictionaries(metadata_keys, json_values, max_size=4), min_size=1, max_size=6),
+    metadatas=st.lists(
+        st.dictionaries(metadata_keys, json_values, max_size=4), min_size=1, max_size=6
+    ),
     filter_from=st.integers(min_value=0, max_value=5),
     filter_keys=st.lists(metadata_keys, max_size=3, unique=True),
     extra=json_values,
 )
 def test_filters_are_exact(
-    server_url: str, metadatas: list[dict[str, Any]], filter_from: int, filter_keys: list[str], extra: Any
+    server_url: str,
+    metadatas: list[dict[str, Any]],
+    filter_from: int,
+    filter_keys: list[str],
+    extra: Any,
 ) -> None:
     with RedisSaver(server_url, prefix=new_prefix()) as saver:
         ids_in_order = []
@@ -115,7 +125,7 @@ def test_filters_are_exact(
         ]:
             expected = [
                 cid
-                for cid, md in zip(ids_in_order, metadatas)
+                for cid, md in zip(ids_in_order, metadatas, strict=True)
                 if all(strictly_equal(as_stored(md).get(k), v) for k, v in flt.items())
             ][::-1]
             assert [t.checkpoint["id"] for t in saver.list(cfg("t"), filter=flt)] == expected, flt
@@ -147,7 +157,9 @@ def test_float_metadata_round_trips_exactly(saver: RedisSaver) -> None:
     assert type(tup.metadata["score"]) is float and math.copysign(1, tup.metadata["tiny"]) == 1  # type: ignore[typeddict-item]
 
 
-def test_metadata_that_cannot_be_encoded_changes_nothing(saver: RedisSaver, client: redis.Redis) -> None:
+def test_metadata_that_cannot_be_encoded_changes_nothing(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
     saver.put(cfg("t"), make_checkpoint({}, {}), {"step": 0}, {})
     before = snapshot(client, f"{saver.prefix}:*")
     with pytest.raises(SerializationError, match="cannot serialize the checkpoint metadata"):
@@ -178,7 +190,9 @@ def test_a_value_too_large_for_the_server_changes_nothing(tmp_path: Any) -> None
             saver.put(cfg("t"), small, {}, {"v": "1"})
             before = snapshot(admin, "big:*")
             huge = make_checkpoint({"v": b"x" * 2_000_000}, {"v": "2"})
-            with pytest.raises(ValueTooLargeError, match="a serialized value of 2000006 bytes is larger"):
+            with pytest.raises(
+                ValueTooLargeError, match="a serialized value of 2000006 bytes is larger"
+            ):
                 saver.put(cfg("t", checkpoint_id=small["id"]), huge, {}, {"v": "2"})
             assert snapshot(admin, "big:*") == before
             tup = saver.get_tuple(cfg("t"))

@@ -107,7 +107,9 @@ def _put(saver: RedisSaver, thread_id: str, ns: str = "", value: str = "v") -> s
 
 
 def test_hostile_thread_ids_get_their_own_keys(saver: RedisSaver, client: redis.Redis) -> None:
-    ids = {thread_id: _put(saver, thread_id, value=f"value of {thread_id!r}") for thread_id in HOSTILE}
+    ids = {
+        thread_id: _put(saver, thread_id, value=f"value of {thread_id!r}") for thread_id in HOSTILE
+    }
     for thread_id, checkpoint_id in ids.items():
         tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
         assert tup is not None
@@ -148,7 +150,13 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
     for thread_id in ["t1", "", "{odd}"]:
         cid = _put(saver, thread_id, ns="child:1")
         saver.put_writes(
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": "child:1", "checkpoint_id": cid}},
+            {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": "child:1",
+                    "checkpoint_id": cid,
+                }
+            },
             [("x", 1)],
             "task",
         )

@@ -23,7 +23,9 @@ async def test_500_concurrent_async_graphs_through_50_connections(server_url: st
             for i in range(TURNS):
                 await graph.ainvoke({"messages": [f"user {i}"]}, config)
 
-        results = await asyncio.gather(*(conversation(n) for n in range(500)), return_exceptions=True)
+        results = await asyncio.gather(
+            *(conversation(n) for n in range(500)), return_exceptions=True
+        )
         assert [r for r in results if r is not None] == []
         for n in range(500):
             config = {"configurable": {"thread_id": f"user-{n}"}}
@@ -48,6 +50,9 @@ def test_sync_saver_from_32_threads(server_url: str) -> None:
             list(pool.map(conversation, range(64)))
         for n in range(64):
             config = {"configurable": {"thread_id": f"user-{n}"}}
-            assert graph.get_state(config).values == {"profile": "likes tea", "messages": expected_messages(TURNS)}
+            assert graph.get_state(config).values == {
+                "profile": "likes tea",
+                "messages": expected_messages(TURNS),
+            }
             assert len(list(graph.get_state_history(config))) == 3 * TURNS
         assert saver.check_invariants() == []

@@ -27,14 +27,18 @@ def test_sync_round_trips(saver: RedisSaver, round_trips: RoundTrips) -> None:
         version = saver.get_next_version(None, None)
         checkpoint = make_checkpoint({"n": 1, "m": [1, 2]}, {"n": version, "m": version})
         parent = cfg("t", checkpoint_id=ids[-1])
-        measure("put", lambda: saver.put(parent, checkpoint, {"step": 150}, {"n": version, "m": version}))
+        measure(
+            "put",
+            lambda: saver.put(parent, checkpoint, {"step": 150}, {"n": version, "m": version}),
+        )
         own = cfg("t", checkpoint_id=checkpoint["id"])
         measure("put_writes", lambda: saver.put_writes(own, [("n", 2), ("m", 3), ("x", 4)], "task"))
         latest = measure("get_tuple latest", lambda: saver.get_tuple(cfg("t")))
         by_id = measure("get_tuple by id", lambda: saver.get_tuple(cfg("t", checkpoint_id=ids[10])))
         page = measure("list limit=100", lambda: list(saver.list(cfg("t"), limit=100)))
         filtered = measure(
-            "list limit=10 filter", lambda: list(saver.list(cfg("t"), filter={"user_id": "u"}, limit=10))
+            "list limit=10 filter",
+            lambda: list(saver.list(cfg("t"), filter={"user_id": "u"}, limit=10)),
         )
         measure("list limit=150 (two pages)", lambda: list(saver.list(cfg("t"), limit=150)))
         return latest, by_id, page, filtered
@@ -58,7 +62,9 @@ def test_sync_round_trips(saver: RedisSaver, round_trips: RoundTrips) -> None:
     assert all(t.metadata["user_id"] == "u" for t in filtered)
 
 
-async def test_async_round_trips(async_saver: AsyncRedisSaver, server_url: str, round_trips: RoundTrips) -> None:
+async def test_async_round_trips(
+    async_saver: AsyncRedisSaver, server_url: str, round_trips: RoundTrips
+) -> None:
     with RedisSaver(server_url, prefix=async_saver.prefix) as sync_saver:
         ids = chain(sync_saver, "t", [{"step": i} for i in range(120)])
     for _ in range(2):  # the first pass loads the scripts; the second is measured
@@ -68,12 +74,16 @@ async def test_async_round_trips(async_saver: AsyncRedisSaver, server_url: str, 
     assert len(page) == 100 and page[0].checkpoint["id"] == checkpoint["id"]
 
 
-async def _async_scenario(async_saver: AsyncRedisSaver, ids: list[str], round_trips: RoundTrips) -> Any:
+async def _async_scenario(
+    async_saver: AsyncRedisSaver, ids: list[str], round_trips: RoundTrips
+) -> Any:
     version = async_saver.get_next_version(None, None)
     checkpoint = make_checkpoint({"n": 1}, {"n": version})
     counts = {}
     round_trips.reset()
-    await async_saver.aput(cfg("t", checkpoint_id=ids[-1]), checkpoint, {"step": 120}, {"n": version})
+    await async_saver.aput(
+        cfg("t", checkpoint_id=ids[-1]), checkpoint, {"step": 120}, {"n": version}
+    )
     counts["aput"] = round_trips.count
     round_trips.reset()
     await async_saver.aput_writes(cfg("t", checkpoint_id=checkpoint["id"]), [("n", 2)], "task")

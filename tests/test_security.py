@@ -54,11 +54,15 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(private_server: Privat
         for i in range(3):
             turn(graph, "t", f"user {i}")
         saver.copy_thread("t", "copy")
-        assert [t.config["configurable"]["thread_id"] for t in saver.list(None, limit=1)] == ["copy"]
+        assert [t.config["configurable"]["thread_id"] for t in saver.list(None, limit=1)] == [
+            "copy"
+        ]
         saver.prune(["copy"], strategy="keep_latest")
         saver.delete_for_runs(["no-such-run"])
         assert saver.check_invariants() == []
-        assert graph.get_state({"configurable": {"thread_id": "t"}}).values["messages"] == expected_messages(3)
+        assert graph.get_state({"configurable": {"thread_id": "t"}}).values[
+            "messages"
+        ] == expected_messages(3)
         saver.delete_thread("t")
         with pytest.raises(redis.exceptions.NoPermissionError):
             saver.client.get("other:secret")
@@ -71,8 +75,9 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(private_server: Privat
 def _self_signed(directory: Path) -> tuple[Path, Path]:
     cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
     return cert, key
@@ -109,11 +114,15 @@ def test_rediss_with_a_self_signed_certificate(tmp_path: Path) -> None:
         with RedisSaver(url, prefix="tls", ssl_ca_certs=str(cert)) as saver:
             graph = build_chat(saver)
             turn(graph, "t", "user 0")
-            assert graph.get_state({"configurable": {"thread_id": "t"}}).values["messages"] == expected_messages(1)
+            assert graph.get_state({"configurable": {"thread_id": "t"}}).values[
+                "messages"
+            ] == expected_messages(1)
         # without trusting the certificate, the connection is refused
-        with RedisSaver(url, prefix="tls", connect_timeout=1, retries=0) as untrusting:
-            with pytest.raises(redis.exceptions.ConnectionError, match="certificate verify failed"):
-                untrusting.get_tuple(cfg("t"))
+        with (
+            RedisSaver(url, prefix="tls", connect_timeout=1, retries=0) as untrusting,
+            pytest.raises(redis.exceptions.ConnectionError, match="certificate verify failed"),
+        ):
+            untrusting.get_tuple(cfg("t"))
     finally:
         process.terminate()
         process.wait()
@@ -129,15 +138,19 @@ def test_encrypted_serializer_round_trips_and_nothing_is_stored_in_clear(
         state = graph.get_state({"configurable": {"thread_id": "t"}})
     assert state.values == {"profile": "likes tea", "messages": ["very private words", "bot 1"]}
     stored = b"".join(
-        client.get(k) if client.type(k) == b"string" else b"".join(b"".join(kv) for kv in client.hgetall(k).items())
+        client.get(k)
+        if client.type(k) == b"string"
+        else b"".join(b"".join(kv) for kv in client.hgetall(k).items())
         for k in keys_of(client, f"{prefix}:*")
         if client.type(k) in (b"string", b"hash")
     )
     assert b"very private words" not in stored and b"likes tea" not in stored
     assert b"msgpack+aes" in stored
-    with RedisSaver(server_url, prefix=prefix) as without_key:
-        with pytest.raises(Exception, match="aes"):
-            without_key.get_tuple(cfg("t"))
+    with (
+        RedisSaver(server_url, prefix=prefix) as without_key,
+        pytest.raises(Exception, match="aes"),
+    ):
+        without_key.get_tuple(cfg("t"))
 
 
 class Exploding:
@@ -145,7 +158,9 @@ class Exploding:
         return (print, ("unpickled!",))
 
 
-def test_nothing_is_unpickled_by_default(saver: RedisSaver, client: redis.Redis, capsys: pytest.CaptureFixture[str]) -> None:
+def test_nothing_is_unpickled_by_default(
+    saver: RedisSaver, client: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
     version = saver.get_next_version(None, None)
     saver.put(cfg("t"), make_checkpoint({"v": "fine"}, {"v": version}), {}, {"v": version})
     keys = KeySchema(saver.prefix)

@@ -54,7 +54,9 @@ def expected_messages(turns: int) -> list[str]:
     return out
 
 
-def test_every_key_written_carries_an_expiry(server_url: str, prefix: str, client: redis.Redis) -> None:
+def test_every_key_written_carries_an_expiry(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
     with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 0.5}) as saver:  # 30 s
         graph = build_chat(saver)
         for i in range(3):
@@ -66,7 +68,9 @@ def test_every_key_written_carries_an_expiry(server_url: str, prefix: str, clien
     assert all(0 < ttl <= 30 for ttl in ttls.values()), ttls
 
 
-def test_an_idle_thread_leaves_nothing_behind(server_url: str, prefix: str, client: redis.Redis) -> None:
+def test_an_idle_thread_leaves_nothing_behind(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
     with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=1)}) as saver:
         graph = build_chat(saver)
         for i in range(3):
@@ -95,9 +99,12 @@ def test_an_active_thread_keeps_values_that_never_change(server_url: str, prefix
 
 def test_refresh_on_read_keeps_a_read_thread_whole(server_url: str, prefix: str) -> None:
     ttl = {"default_ttl": timedelta(seconds=2), "refresh_on_read": True}
-    with RedisSaver(server_url, prefix=prefix, ttl=ttl) as reader, RedisSaver(
-        server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=2)}
-    ) as no_refresh:
+    with (
+        RedisSaver(server_url, prefix=prefix, ttl=ttl) as reader,
+        RedisSaver(
+            server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=2)}
+        ) as no_refresh,
+    ):
         graph = build_chat(reader)
         turn(graph, "read", "user 0")
         turn(graph, "unread", "user 0")
@@ -105,7 +112,9 @@ def test_refresh_on_read_keeps_a_read_thread_whole(server_url: str, prefix: str)
         while time.monotonic() - started < 5.0:
             tup = reader.get_tuple(cfg("read"))
             assert tup is not None
-            assert no_refresh.get_tuple(cfg("unread")) is not None or time.monotonic() - started > 1.5
+            assert (
+                no_refresh.get_tuple(cfg("unread")) is not None or time.monotonic() - started > 1.5
+            )
             time.sleep(0.6)
         assert no_refresh.get_tuple(cfg("unread")) is None
         assert graph.get_state({"configurable": {"thread_id": "read"}}).values == {
@@ -127,10 +136,14 @@ def test_a_checkpoint_is_complete_or_absent(saver: RedisSaver, client: redis.Red
     # an index entry whose checkpoint expired is skipped, then cleaned up
     client.unlink(keys.checkpoint(tag, "", ids[1]))
     assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [ids[2], ids[0]]
-    assert client.zrange(keys.index(tag, ""), 0, -1) == [i.encode() for i in [ids[0], ids[2], ids[3]]]
+    assert client.zrange(keys.index(tag, ""), 0, -1) == [
+        i.encode() for i in [ids[0], ids[2], ids[3]]
+    ]
 
 
-def test_indexes_of_a_long_lived_thread_stay_bounded(server_url: str, prefix: str, client: redis.Redis) -> None:
+def test_indexes_of_a_long_lived_thread_stay_bounded(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
     keys = KeySchema(prefix)
     tag = keys.tag("t")
     with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=1)}) as saver:
@@ -142,7 +155,9 @@ def test_indexes_of_a_long_lived_thread_stay_bounded(server_url: str, prefix: st
     assert [i.decode() for i in live] == new
 
 
-def test_pinned_thread_survives_and_unpinned_expires_again(server_url: str, prefix: str, client: redis.Redis) -> None:
+def test_pinned_thread_survives_and_unpinned_expires_again(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
     keys = KeySchema(prefix)
     with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": timedelta(seconds=1)}) as saver:
         graph = build_chat(saver)
@@ -172,7 +187,9 @@ async def test_a_thread_with_its_own_ttl(server_url: str, prefix: str, client: r
     async with AsyncRedisSaver(server_url, prefix=prefix) as saver:  # no default expiry
         graph = build_chat(saver)
         for thread_id in ["short", "forever"]:
-            await graph.ainvoke({"messages": ["user 0"]}, {"configurable": {"thread_id": thread_id}})
+            await graph.ainvoke(
+                {"messages": ["user 0"]}, {"configurable": {"thread_id": thread_id}}
+            )
         await saver.aset_thread_ttl("short", timedelta(seconds=1))
         await graph.ainvoke({"messages": ["user 1"]}, {"configurable": {"thread_id": "short"}})
         short_keys = keys_of(client, keys.thread_keys_pattern("short"))
@@ -184,7 +201,9 @@ async def test_a_thread_with_its_own_ttl(server_url: str, prefix: str, client: r
         assert state.values == {"profile": "likes tea", "messages": expected_messages(1)}
 
 
-def test_ttl_costs_no_extra_round_trip(server_url: str, prefix: str, round_trips: RoundTrips) -> None:
+def test_ttl_costs_no_extra_round_trip(
+    server_url: str, prefix: str, round_trips: RoundTrips
+) -> None:
     ttl = {"default_ttl": 5, "refresh_on_read": True}
     with RedisSaver(server_url, prefix=prefix, ttl=ttl) as saver:
         ids = chain(saver, "t", [{"step": i} for i in range(20)])

@@ -2,7 +2,12 @@
 
 Global options come before the subcommand (``rediskv --url URL --prefix P demo``); they are
 also accepted after it. Every subcommand is a function ``(args) -> exit code`` registered in
-:func:`build_parser`; errors are reported as one line on stderr with exit code 1.
+:func:`build_parser`; errors are reported as one line on stderr with exit code 1 (exit code 2
+for a command line argparse refuses, also in one line).
+
+Subcommands: ``demo`` (:mod:`.demo`), and the inspection and maintenance commands
+``threads``, ``history``, ``show``, ``delete``, ``prune``, ``copy``, ``stats`` and ``doctor``
+(:mod:`.cli`; each takes ``--json`` for machine output).
 """
 
 from __future__ import annotations
@@ -11,10 +16,18 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 PROG = "rediskv"
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: ``rediskv threads: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
 
 
 def _positive_int(text: str) -> int:
@@ -24,6 +37,26 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of minutes, got {text}")
     return value
 
 
@@ -48,8 +81,128 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.run(args.url, prefix=args.prefix, thread_id=args.thread, turns=args.turns)
 
 
+def _cli(name: str) -> Handler:
+    """The handler ``cli.cmd_<name>``, imported when the command runs."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from . import cli
+
+        command: Handler = getattr(cli, f"cmd_{name}")
+        return command(args)
+
+    return handler
+
+
+def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
+    def add(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help, description=description)
+        _add_connection_options(sub, sub=True)
+        sub.add_argument(
+            "--json", action="store_true", help="print JSON on stdout (no tables, no colors)"
+        )
+        sub.set_defaults(handler=_cli(name))
+        return sub
+
+    threads = add(
+        "threads",
+        "list the threads: last activity, checkpoints, size, ttl",
+        "List the threads under the prefix, newest activity first: the time of the newest "
+        "checkpoint, the number of checkpoints, the memory of the thread's keys (MEMORY "
+        "USAGE) and the seconds left before the thread index expires (or none).",
+    )
+    threads.add_argument(
+        "--limit", type=_positive_int, default=20, help="threads per page (default: 20)"
+    )
+    threads.add_argument(
+        "--offset", type=_non_negative_int, default=0, help="threads to skip (default: 0)"
+    )
+
+    history = add(
+        "history",
+        "list the checkpoints of a thread",
+        "List the checkpoints of a thread, newest first: id, step, source, number of pending "
+        "writes and time.",
+    )
+    history.add_argument("thread", help="thread id")
+    history.add_argument(
+        "--limit", type=_positive_int, default=20, help="checkpoints to show (default: 20)"
+    )
+    history.add_argument(
+        "--ns", default=None, help="only this checkpoint namespace (default: all; '' is the root)"
+    )
+
+    show = add(
+        "show",
+        "show the state of a checkpoint",
+        "Show a checkpoint of a thread (the latest one unless CHECKPOINT is given): its channel "
+        "values, metadata, parent and pending writes.",
+    )
+    show.add_argument("thread", help="thread id")
+    show.add_argument("checkpoint", nargs="?", default=None, help="checkpoint id (default: latest)")
+    show.add_argument("--ns", default="", help="checkpoint namespace (default: '', the root)")
+
+    delete = add(
+        "delete",
+        "delete a thread",
+        "Delete every key of a thread (no confirmation) and report the keys before and after.",
+    )
+    delete.add_argument("thread", help="thread id")
+
+    prune = add(
+        "prune",
+        "prune threads (keep their latest checkpoints, or delete them)",
+        "Prune the given threads, or every thread with --all: keep_latest keeps the latest "
+        "checkpoint of each namespace (and what its delta channels need), delete_all deletes "
+        "the threads.",
+    )
+    prune.add_argument("threads", nargs="*", metavar="THREAD", help="thread ids")
+    prune.add_argument(
+        "--strategy",
+        choices=("keep_latest", "delete_all"),
+        default="keep_latest",
+        help="what to keep (default: keep_latest)",
+    )
+    prune.add_argument("--all", action="store_true", help="prune every thread under the prefix")
+    prune.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        default=100,
+        help="threads per prune call (default: 100)",
+    )
+
+    copy = add(
+        "copy",
+        "copy a thread to a new thread id",
+        "Copy every checkpoint, pending write and blob of thread SOURCE to thread TARGET, "
+        "which must not exist yet.",
+    )
+    copy.add_argument("source", help="thread id to copy")
+    copy.add_argument("target", help="new thread id")
+    copy.add_argument(
+        "--ttl",
+        type=_positive_minutes,
+        default=None,
+        metavar="MINUTES",
+        help="let the copy expire after MINUTES (default: never)",
+    )
+
+    add(
+        "stats",
+        "count keys, threads and memory under the prefix",
+        "Count the keys (by kind) and threads under the prefix, their memory (MEMORY USAGE), "
+        "and list the 10 largest threads.",
+    )
+    add(
+        "doctor",
+        "check the server settings and the consistency of the store",
+        "Check the server version (6.2 or later), the maxmemory policy, persistence, whether "
+        "the saver's scripts are loaded, and every thread's keys against its indexes. Exit "
+        "code 2 when a check fails.",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="LangGraph checkpointer for plain Redis and Valkey: command-line tools.",
     )
@@ -81,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="turns before the restart (default: 3)",
     )
     demo.set_defaults(handler=_demo)
+    _add_cli_commands(commands)
     return parser
 
 

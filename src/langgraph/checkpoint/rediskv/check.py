@@ -50,9 +50,10 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
         replies = yield Batch(
             [core.thread_call("check_thread", core.keys.thread_from_tag(tag)) for tag in chunk]
         )
-        for tag, (flat, reachable) in zip(chunk, replies):
+        for tag, (flat, reachable) in zip(chunk, replies, strict=True):
+            pairs = zip(flat[::2], flat[1::2], strict=True)
+            problems += [Problem(p.decode(), k.decode()) for p, k in pairs]
             problems += [
-                Problem(p.decode(), k.decode()) for p, k in zip(flat[::2], flat[1::2])
+                Problem(ORPHAN, k) for k in keys_by_tag[tag] - {r.decode() for r in reachable}
             ]
-            problems += [Problem(ORPHAN, k) for k in keys_by_tag[tag] - {r.decode() for r in reachable}]
     return sorted(problems, key=lambda p: (p.key, p.problem))

@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -34,7 +34,7 @@ from .keys import KeySchema, blob_ref, decode_part, encode_part
 from .settings import TTLSettings
 
 T = TypeVar("T")
-Arg = Union[str, bytes, int]
+Arg = str | bytes | int
 
 # list pages: at most this many checkpoints per script call (one round trip for limit <= 100),
 # and at most this many ids examined per namespace per call while a filter rejects them.
@@ -44,7 +44,11 @@ LIST_SCAN_BUDGET = 2000
 SCAN_COUNT = 1000
 BATCH_SIZE = 500
 
-PRUNE_STRATEGIES = {"keep_latest": "prune", "delete_all": "delete_thread", "delete": "delete_thread"}
+PRUNE_STRATEGIES = {
+    "keep_latest": "prune",
+    "delete_all": "delete_thread",
+    "delete": "delete_thread",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +77,7 @@ class Batch:
     calls: Sequence[ScriptCall]
 
 
-Request = Union[ScriptCall, ScanKeys, Batch]
+Request = ScriptCall | ScanKeys | Batch
 Op = Generator[Request, Any, T]
 Stream = Generator[Request | CheckpointTuple, Any, None]
 
@@ -93,8 +97,13 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
         return exc
     calls = request.calls if isinstance(request, Batch) else [request]
     largest = max(
-        (len(a) for call in calls if isinstance(call, ScriptCall) for a in call.args
-         if isinstance(a, (bytes, str))),
+        (
+            len(a)
+            for call in calls
+            if isinstance(call, ScriptCall)
+            for a in call.args
+            if isinstance(a, (bytes, str))
+        ),
         default=0,
     )
     return ValueTooLargeError(
@@ -187,7 +196,7 @@ class SaverCore:
     # -- decoding --------------------------------------------------------------------------
     def _pending_writes(self, flat: Sequence[bytes]) -> list[PendingWrite]:
         rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
-        for field, record in zip(flat[::2], flat[1::2]):
+        for field, record in zip(flat[::2], flat[1::2], strict=True):
             task_enc, _, idx = field.decode().rpartition(":")
             task_id = decode_part(task_enc)
             path_len, channel_len, rest = record.split(b":", 2)
@@ -205,7 +214,7 @@ class SaverCore:
         checkpoint_id = raw_id.decode()
         checkpoint: Checkpoint = self.loads(ck)
         values: dict[str, Any] = {}
-        for ref, stored in zip(blobs[::2], blobs[1::2]):
+        for ref, stored in zip(blobs[::2], blobs[1::2], strict=True):
             if stored is not None:
                 values[decode_part(ref.split(b":", 1)[0].decode())] = self.loads(stored)
         checkpoint["channel_values"] = values
@@ -258,11 +267,19 @@ class SaverCore:
                 self.keys.checkpoint(tag, ns, checkpoint_id),
             ),
             (
-                self.keys.prefix, tag, ns_enc, checkpoint_id, parent_id,
-                stored_checkpoint, stored_metadata, refs,
+                self.keys.prefix,
+                tag,
+                ns_enc,
+                checkpoint_id,
+                parent_id,
+                stored_checkpoint,
+                stored_metadata,
+                refs,
                 encode_part(str(run_id)) if run_id is not None else "",
                 self._ttl_seconds,
-                *meta_args, len(blob_args) // 2, *blob_args,
+                *meta_args,
+                len(blob_args) // 2,
+                *blob_args,
             ),
         )
         return _config(thread_id, ns, checkpoint_id)
@@ -310,8 +327,11 @@ class SaverCore:
             "get_tuple",
             (self.keys.index(tag, ns),),
             (
-                self.keys.prefix, tag, encode_part(ns),
-                get_checkpoint_id(config) or "", self._read_ttl_seconds,
+                self.keys.prefix,
+                tag,
+                encode_part(ns),
+                get_checkpoint_id(config) or "",
+                self._read_ttl_seconds,
             ),
         )
         return self.decode_record(thread_id, record) if record else None
@@ -330,8 +350,15 @@ class SaverCore:
             "list_checkpoints",
             (self.keys.thread(tag),),
             (
-                self.keys.prefix, tag, "1" if ns is None else "0", encode_part(ns or ""),
-                only_id, before, page, LIST_SCAN_BUDGET, *filter_args,
+                self.keys.prefix,
+                tag,
+                "1" if ns is None else "0",
+                encode_part(ns or ""),
+                only_id,
+                before,
+                page,
+                LIST_SCAN_BUDGET,
+                *filter_args,
             ),
         )
 
@@ -393,9 +420,12 @@ class SaverCore:
         for start in range(0, len(thread_ids), BATCH_SIZE):
             chunk = range(start, min(start + BATCH_SIZE, len(thread_ids)))
             replies = yield Batch(
-                [self._list_call(thread_ids[i], None, "", before_id, page, filter_args) for i in chunk]
+                [
+                    self._list_call(thread_ids[i], None, "", before_id, page, filter_args)
+                    for i in chunk
+                ]
             )
-            for i, reply in zip(chunk, replies):
+            for i, reply in zip(chunk, replies, strict=True):
                 take(i, reply)
 
         emitted = 0
@@ -408,7 +438,9 @@ class SaverCore:
             if pos + 1 < len(pages[i]):
                 heapq.heappush(heap, (_Newest(pages[i][pos + 1][1]), i, pos + 1))
             elif cursors[i] is not None:
-                reply = yield self._list_call(thread_ids[i], None, "", cursors[i] or "", page, filter_args)
+                reply = yield self._list_call(
+                    thread_ids[i], None, "", cursors[i] or "", page, filter_args
+                )
                 take(i, reply)
 
     def _scan_thread_ids(self) -> Op[list[str]]:
@@ -435,7 +467,9 @@ class SaverCore:
             return
         encoded = [encode_part(str(r)) for r in run_ids]
         thread_ids = yield from self._scan_thread_ids()
-        yield from self._batched(self.thread_call("delete_for_runs", t, *encoded) for t in thread_ids)
+        yield from self._batched(
+            self.thread_call("delete_for_runs", t, *encoded) for t in thread_ids
+        )
 
     def prune(self, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op[None]:
         script = PRUNE_STRATEGIES.get(strategy)

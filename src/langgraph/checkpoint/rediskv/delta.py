@@ -55,8 +55,14 @@ def get_delta_channel_history(
             "get_delta_channel_history",
             (core.keys.index(tag, ns),),
             (
-                core.keys.prefix, tag, encode_part(ns), start, resume,
-                HISTORY_BUDGET, core._ttl_seconds, *open_channels,
+                core.keys.prefix,
+                tag,
+                encode_part(ns),
+                start,
+                resume,
+                HISTORY_BUDGET,
+                core._ttl_seconds,
+                *open_channels,
             ),
         )
         for writes, seed_pairs in reply[1:]:

@@ -51,4 +51,6 @@ def script_sources() -> dict[str, str]:
     def inline(match: re.Match[str]) -> str:
         return (folder / "include" / f"{match.group(1)}.lua").read_text()
 
-    return {name: _INCLUDE.sub(inline, (folder / f"{name}.lua").read_text()) for name in SCRIPT_NAMES}
+    return {
+        name: _INCLUDE.sub(inline, (folder / f"{name}.lua").read_text()) for name in SCRIPT_NAMES
+    }

@@ -65,9 +65,7 @@ def parse_ttl(ttl: Any) -> TTLSettings | None:
     seconds = ttl_seconds(ttl["default_ttl"], "default_ttl")
     refresh = ttl.get("refresh_on_read", False)
     if not isinstance(refresh, bool):
-        raise ValueError(
-            f"invalid ttl: refresh_on_read must be True or False, not {refresh!r}"
-        )
+        raise ValueError(f"invalid ttl: refresh_on_read must be True or False, not {refresh!r}")
     return TTLSettings(seconds=seconds, refresh_on_read=refresh)
 
 

@@ -1,0 +1,436 @@
+"""The inspection and maintenance commands of ``rediskv``, run as a user runs them:
+``python -m langgraph.checkpoint.rediskv --url ... --prefix ... COMMAND`` in a subprocess, on
+the server under test. Commands that only read are started together to save time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+import redis
+
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.demo import build_graph
+from langgraph.checkpoint.rediskv.keys import KeySchema
+
+from .conftest import keys_of, snapshot
+
+MODULE = "langgraph.checkpoint.rediskv"
+# fixed, so that rich lays tables out the same way wherever the tests run
+ENV = {
+    **{k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")},
+    "COLUMNS": "200",
+}
+
+
+class Cli:
+    """Runs ``rediskv --url URL --prefix PREFIX ...`` in subprocesses."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        self.url, self.prefix = url, prefix
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        return [sys.executable, "-m", MODULE, "--url", self.url, "--prefix", self.prefix, *args]
+
+    def run_many(self, *commands: Sequence[str]) -> list[subprocess.CompletedProcess[str]]:
+        """Run the commands concurrently; their results, in order."""
+        procs = [
+            subprocess.Popen(
+                self.argv(args),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=ENV,
+            )
+            for args in commands
+        ]
+        results = []
+        for args, proc in zip(commands, procs, strict=True):
+            out, err = proc.communicate(timeout=120)
+            results.append(subprocess.CompletedProcess(list(args), proc.returncode, out, err))
+        return results
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        (result,) = self.run_many(args)
+        return result
+
+    def ok(self, *args: str) -> str:
+        """stdout of a command that must succeed quietly."""
+        result = self.run(*args)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+        return result.stdout
+
+
+def json_of(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+def table_rows(text: str, title: str) -> list[list[str]]:
+    """The body rows of the rich table under the line containing ``title`` (cells of rows
+    drawn with │; the header uses ┃, separators ┼)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if title in line)
+    rows = []
+    for line in lines[start + 1 :]:
+        if line.startswith("└"):
+            break
+        if line.startswith("│"):
+            rows.append([cell.strip() for cell in line.strip().strip("│").split("│")])
+    return rows
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], code: int = 1) -> str:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def say(graph: Any, thread_id: str, text: str) -> None:
+    graph.invoke({"messages": [("user", text)]}, {"configurable": {"thread_id": thread_id}})
+
+
+def short(ts: str) -> str:
+    """How the tables print a checkpoint's ts (UTC, to the second)."""
+    return ts[:19].replace("T", " ")
+
+
+def thread_memory(client: redis.Redis, prefix: str, thread_id: str) -> tuple[int, int]:
+    """(keys, MEMORY USAGE bytes) of one thread, measured directly."""
+    keys = list(client.scan_iter(match=KeySchema(prefix).thread_keys_pattern(thread_id)))
+    return len(keys), sum(int(client.memory_usage(k, samples=0) or 0) for k in keys)
+
+
+def config(thread_id: str) -> Any:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+@pytest.fixture
+def cli(server_url: str, prefix: str) -> Cli:
+    return Cli(server_url, prefix)
+
+
+@pytest.fixture
+def store(server_url: str, prefix: str) -> Iterator[RedisSaver]:
+    """Three chat threads: alpha (2 turns, the most recent activity), beta (1 turn, expiring
+    in an hour), gamma (3 turns)."""
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        graph = build_graph(saver)
+        say(graph, "alpha", "alpha 0")
+        say(graph, "beta", "beta 0")
+        for i in range(3):
+            say(graph, "gamma", f"gamma {i}")
+        say(graph, "alpha", "alpha 1")
+        saver.set_thread_ttl("beta", 60)
+        yield saver
+
+
+def test_read_commands(cli: Cli, store: RedisSaver, client: redis.Redis, prefix: str) -> None:
+    gamma = list(store.list(config("gamma")))
+    alpha = list(store.list(config("alpha")))
+    with_writes = gamma[2]  # the input checkpoint of gamma's last turn: it has pending writes
+    threads, page, history, history_text, show, show_text, stats = cli.run_many(
+        ["threads", "--json"],
+        ["threads", "--limit", "2", "--offset", "1"],
+        ["history", "gamma", "--json", "--limit", "4"],
+        ["history", "alpha"],
+        ["show", "gamma", "--json"],
+        ["show", "gamma", with_writes.config["configurable"]["checkpoint_id"]],
+        ["stats", "--json"],
+    )
+
+    # threads: newest activity first, with checkpoints, MEMORY USAGE and ttl
+    listed = json_of(threads)
+    beta_ttl = listed["threads"][2]["ttl"]
+    assert 3500 < beta_ttl <= 3600
+    newest = {t: store.get_tuple(config(t)) for t in ("alpha", "beta", "gamma")}
+    assert listed == {
+        "prefix": prefix,
+        "total": 3,
+        "offset": 0,
+        "limit": 20,
+        "threads": [
+            {
+                "thread_id": t,
+                "last_activity": newest[t].checkpoint["ts"],  # type: ignore[union-attr]
+                "checkpoints": n,
+                "size_bytes": thread_memory(client, prefix, t)[1],
+                "ttl": ttl,
+            }
+            for t, n, ttl in (("alpha", 6, None), ("gamma", 9, None), ("beta", 3, beta_ttl))
+        ],
+    }
+    assert page.returncode == 0, page.stderr
+    rows = table_rows(page.stdout, f"Threads under prefix '{prefix}' (newest first)")
+    assert [(r[0], r[1], r[2], r[4]) for r in rows] == [
+        ("gamma", short(newest["gamma"].checkpoint["ts"]), "9", "none"),  # type: ignore[union-attr]
+        ("beta", short(newest["beta"].checkpoint["ts"]), "3", rows[1][4]),  # type: ignore[union-attr]
+    ]
+    assert rows[1][4].endswith("s") and 3500 < int(rows[1][4][:-1]) <= 3600
+    assert page.stdout.splitlines()[-1] == "threads 2-3 of 3"
+
+    # history: the newest checkpoints with step, source, pending writes and time
+    assert (
+        json_of(history)
+        == {
+            "thread_id": "gamma",
+            "total": 9,
+            "checkpoints": [
+                {
+                    "checkpoint_id": t.config["configurable"]["checkpoint_id"],
+                    "checkpoint_ns": "",
+                    "parent_id": t.parent_config["configurable"]["checkpoint_id"],  # type: ignore[index]
+                    "step": step,
+                    "source": source,
+                    "pending_writes": writes,
+                    "ts": t.checkpoint["ts"],
+                }
+                for t, (step, source, writes) in zip(
+                    gamma[:4],
+                    [(7, "loop", 0), (6, "loop", 1), (5, "input", 2), (4, "loop", 0)],
+                    strict=True,
+                )
+            ],
+        }
+    )
+    assert history_text.returncode == 0, history_text.stderr
+    assert table_rows(history_text.stdout, "Checkpoints of thread 'alpha'") == [
+        [
+            t.config["configurable"]["checkpoint_id"],
+            str(t.metadata["step"]),
+            t.metadata["source"],
+            str(len(t.pending_writes or [])),
+            short(t.checkpoint["ts"]),
+        ]
+        for t in alpha
+    ]
+    assert history_text.stdout.splitlines()[-1] == "6 of 6 checkpoints"
+
+    # show: the latest state, its metadata and parent
+    latest = gamma[0]
+    messages = latest.checkpoint["channel_values"]["messages"]
+    shown = json_of(show)
+    assert shown == {
+        "thread_id": "gamma",
+        "checkpoint_ns": "",
+        "checkpoint_id": latest.config["configurable"]["checkpoint_id"],
+        "parent_id": gamma[1].config["configurable"]["checkpoint_id"],
+        "ts": latest.checkpoint["ts"],
+        "metadata": {"source": "loop", "step": 7, "parents": {}},
+        "channel_values": {
+            "messages": [{"type": m.type, "content": m.content, "id": m.id} for m in messages]
+        },
+        "pending_writes": [],
+    }
+    assert [m["content"] for m in shown["channel_values"]["messages"]] == [
+        "gamma 0",
+        "echo #1: gamma 0",
+        "gamma 1",
+        "echo #2: gamma 1",
+        "gamma 2",
+        "echo #3: gamma 2",
+    ]
+
+    # show CHECKPOINT: messages as "type: content" lines, the pending writes in a table
+    assert show_text.returncode == 0, show_text.stderr
+    out = show_text.stdout
+    assert f"checkpoint  {with_writes.config['configurable']['checkpoint_id']}" in out
+    assert f"parent      {gamma[3].config['configurable']['checkpoint_id']}" in out
+    state = table_rows(out, "State (channel values)")
+    assert state[:4] == [
+        ["messages", "human: gamma 0"],
+        ["", "ai: echo #1: gamma 0"],
+        ["", "human: gamma 1"],
+        ["", "ai: echo #2: gamma 1"],
+    ]
+    assert ["__start__", "{'messages': [['user', 'gamma 2']]}"] in state
+    assert "{'source': 'input', 'step': 5, 'parents': {}}" in out.splitlines()
+    writes = table_rows(out, "Pending writes")
+    assert [(task, channel) for task, channel, _ in writes] == [
+        (task, channel) for task, channel, _ in with_writes.pending_writes or []
+    ]
+    assert writes[0][1:] == ["messages", "[['user', 'gamma 2']]"]
+
+    # stats: keys by kind, threads, MEMORY USAGE, the largest threads
+    all_keys = keys_of(client, f"{prefix}:*")
+    sizes = {t: thread_memory(client, prefix, t) for t in ("alpha", "beta", "gamma")}
+    assert json_of(stats) == {
+        "prefix": prefix,
+        "keys": len(all_keys),
+        "threads": 3,
+        "memory_bytes": sum(size for _, size in sizes.values()),
+        "keys_by_kind": dict(sorted(Counter(k.split(":")[1] for k in all_keys).items())),
+        "top_threads": [
+            {"thread_id": t, "keys": sizes[t][0], "size_bytes": sizes[t][1]}
+            for t in sorted(sizes, key=lambda t: (-sizes[t][1], t))
+        ],
+    }
+    assert [s[1] for s in sorted(sizes.values(), reverse=True)] == [
+        sizes[t][1] for t in ("gamma", "alpha", "beta")
+    ]
+
+
+def test_copy_delete_prune(cli: Cli, server_url: str, prefix: str, client: redis.Redis) -> None:
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        graph = build_graph(saver)
+        for turn in range(2):
+            say(graph, "alpha", f"alpha {turn}")
+        say(graph, "beta", "beta 0")
+
+        copied = json_of(cli.run("copy", "alpha", "alpha copy", "--json"))
+        assert copied == {
+            "source": "alpha",
+            "target": "alpha copy",
+            "checkpoints": 6,
+            "keys": thread_memory(client, prefix, "alpha copy")[0],
+            "ttl": None,
+        }
+        assert [t.checkpoint for t in saver.list(config("alpha copy"))] == [
+            t.checkpoint for t in saver.list(config("alpha"))
+        ]
+
+        beta_keys = thread_memory(client, prefix, "beta")[0]
+        assert beta_keys > 0
+        assert cli.ok("delete", "beta").splitlines() == [
+            f"deleted thread 'beta' under prefix '{prefix}': {beta_keys} keys before, 0 after"
+        ]
+        assert keys_of(client, KeySchema(prefix).thread_keys_pattern("beta")) == []
+
+        alpha_keys = thread_memory(client, prefix, "alpha")[0]
+        pruned = json_of(cli.run("prune", "alpha", "--json"))
+        assert pruned == {
+            "prefix": prefix,
+            "strategy": "keep_latest",
+            "threads": 1,
+            "checkpoints_before": 6,
+            "checkpoints_after": 1,
+            "keys_before": alpha_keys,
+            "keys_after": thread_memory(client, prefix, "alpha")[0],
+        }
+        assert len(list(saver.list(config("alpha")))) == 1
+        assert len(list(saver.list(config("alpha copy")))) == 6  # only the named thread
+
+        before = len(keys_of(client, f"{prefix}:*"))
+        removed = json_of(cli.run("prune", "--all", "--strategy", "delete_all", "--json"))
+        assert removed == {
+            "prefix": prefix,
+            "strategy": "delete_all",
+            "threads": 2,
+            "checkpoints_before": 7,
+            "checkpoints_after": 0,
+            "keys_before": before,
+            "keys_after": 0,
+        }
+        assert keys_of(client, f"{prefix}:*") == []
+
+
+def test_doctor(cli: Cli, server_url: str, prefix: str, client: redis.Redis) -> None:
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        graph = build_graph(saver)
+        say(graph, "alpha", "alpha 0")
+
+        clean = cli.ok("doctor").splitlines()
+        assert clean[-1] == "no problems"
+        assert clean[0].startswith(
+            ("ok    server            Redis ", "ok    server            Valkey ")
+        )
+        assert f"ok    invariants        no problems under prefix '{prefix}'" in clean
+        assert any(line.startswith(("ok    persistence", "warn  persistence")) for line in clean)
+
+        # corrupt the store: one checkpoint key disappears from under its index entry
+        newest = saver.get_tuple(config("alpha"))
+        assert newest is not None
+        key = KeySchema(prefix).checkpoint(
+            KeySchema.tag("alpha"), "", newest.config["configurable"]["checkpoint_id"]
+        )
+        assert client.unlink(key) == 1
+        expected = saver.check_invariants()
+        assert ("index entry without checkpoint", key) in [(p.problem, p.key) for p in expected]
+
+    as_json, as_text = cli.run_many(["doctor", "--json"], ["doctor"])
+    assert as_json.returncode == 2, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False
+    assert report["problems"] == [{"problem": p.problem, "key": p.key} for p in expected]
+    assert [c["check"] for c in report["checks"]] == [
+        "server",
+        "maxmemory-policy",
+        "persistence",
+        "scripts",
+        "invariants",
+    ]
+    assert report["checks"][-1] == {
+        "check": "invariants",
+        "status": "fail",
+        "detail": f"{len(expected)} problem(s) under prefix '{prefix}'",
+    }
+    assert as_text.returncode == 2, as_text.stderr
+    lines = as_text.stdout.splitlines()
+    for problem in expected:
+        assert f"  {problem.problem}: {problem.key}" in lines
+    assert lines[-1] == "doctor found problems (exit code 2)"
+
+
+def test_errors_are_one_line(cli: Cli, server_url: str, prefix: str, client: redis.Redis) -> None:
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        graph = build_graph(saver)
+        say(graph, "alpha", "alpha 0")
+        say(graph, "beta", "beta 0")
+    before = snapshot(client, f"{prefix}:*")
+
+    (
+        unknown,
+        delete_unknown,
+        no_server,
+        bad_limit,
+        bad_checkpoint,
+        copy_onto,
+        prune_nothing,
+        bad_prefix,
+    ) = cli.run_many(
+        ["history", "nope"],
+        ["delete", "nope", "--json"],
+        ["threads", "--url", "redis://127.0.0.1:1/0"],  # options after the command win
+        ["threads", "--limit", "0"],
+        ["show", "alpha", "nope"],
+        ["copy", "alpha", "beta"],
+        ["prune"],
+        ["threads", "--prefix", "no:colons"],
+    )
+    assert one_line_error(unknown) == (
+        f"rediskv: error: thread 'nope' has no checkpoints under prefix '{prefix}'"
+    )
+    assert one_line_error(delete_unknown) == (
+        f"rediskv: error: thread 'nope' has no checkpoints under prefix '{prefix}'"
+    )
+    assert one_line_error(no_server).startswith(
+        "rediskv: error: cannot reach Redis at redis://127.0.0.1:1/0: "
+    )
+    assert one_line_error(bad_limit, code=2) == (
+        "rediskv threads: error: argument --limit: must be at least 1, got 0 "
+        "(see: rediskv threads --help)"
+    )
+    assert one_line_error(bad_checkpoint) == (
+        f"rediskv: error: no checkpoint 'nope' in thread 'alpha', namespace '', "
+        f"under prefix '{prefix}'"
+    )
+    assert one_line_error(copy_onto) == (
+        f"rediskv: error: thread 'beta' already has checkpoints under prefix '{prefix}': "
+        "delete it first, or copy to a new thread id"
+    )
+    assert one_line_error(prune_nothing) == (
+        "rediskv: error: give the thread ids to prune, or --all for every thread"
+    )
+    assert one_line_error(bad_prefix).startswith("rediskv: error: invalid key prefix 'no:colons'")
+    assert snapshot(client, f"{prefix}:*") == before  # nothing was changed
