@@ -32,20 +32,25 @@ if old_run then
 end
 redis.call("DEL", cp)
 
-redis.call("HSET", cp, "ck", ARGV[6], "md", ARGV[7], "bv", ARGV[8])
-if ARGV[5] ~= "" then redis.call("HSET", cp, "p", ARGV[5]) end
+-- the whole record in one HSET
+local fields = { "ck", ARGV[6], "md", ARGV[7], "bv", ARGV[8] }
+if ARGV[5] ~= "" then
+  fields[#fields + 1] = "p"
+  fields[#fields + 1] = ARGV[5]
+end
 local run = ARGV[9]
 if run ~= "" then
-  redis.call("HSET", cp, "r", run)
+  fields[#fields + 1] = "r"
+  fields[#fields + 1] = run
   redis.call("SADD", K.runs, run)
   redis.call("SADD", K.run(run), ns .. ":" .. id)
   expire(K.run(run), ttl)
 end
-
 local i = 11
 local m = tonumber(ARGV[i])
-for j = 1, m do
-  redis.call("HSET", cp, ARGV[i + 2 * j - 1], ARGV[i + 2 * j])
+for j = 1, 2 * m do fields[#fields + 1] = ARGV[i + j] end
+for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand values
+  redis.call("HSET", cp, unpack(fields, first, math.min(first + 3999, #fields)))
 end
 i = i + 2 * m + 1
 for j = 1, tonumber(ARGV[i]) do

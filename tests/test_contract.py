@@ -229,7 +229,7 @@ def test_versions_are_unique_across_forks(saver: RedisSaver) -> None:
     forks = {saver.get_next_version(base, None) for _ in range(50)}
     assert len(forks) == 50
     assert all(v > base for v in forks)
-    assert all(v.split(".")[0] == f"{2:032}" for v in forks)
+    assert all(v.split(".")[0] == f"{2:016}" for v in forks)
 
 
 def test_a_fork_never_changes_a_stored_checkpoint(saver: RedisSaver) -> None:

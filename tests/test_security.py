@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.rediskv import RedisSaver
@@ -25,8 +26,8 @@ from .test_ttl import build_chat, expected_messages, turn
 # the scripts run. The README lists these.
 SAVER_COMMANDS = [
     "evalsha", "script|load", "script|exists", "scan",
-    "get", "set", "del", "unlink", "exists", "expire", "persist",
-    "hset", "hsetnx", "hget", "hmget", "hgetall",
+    "get", "mget", "set", "del", "unlink", "exists", "expire", "persist",
+    "hset", "hsetnx", "hget", "hmget", "hgetall", "hvals",
     "sadd", "srem", "smembers", "sismember", "scard", "srandmember",
     "zadd", "zrem", "zrange", "zrevrange", "zrevrangebylex", "zscore",
 ]  # fmt: skip
@@ -53,6 +54,11 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(private_server: Privat
         graph = build_chat(saver)
         for i in range(3):
             turn(graph, "t", f"user {i}")
+        history = saver.get_delta_channel_history(config=cfg("t"), channels=["messages"])
+        walked = BaseCheckpointSaver.get_delta_channel_history(
+            saver, config=cfg("t"), channels=["messages"]
+        )
+        assert history == walked and history["messages"]["writes"][0][2] == ["bot 5"]
         saver.copy_thread("t", "copy")
         assert [t.config["configurable"]["thread_id"] for t in saver.list(None, limit=1)] == [
             "copy"

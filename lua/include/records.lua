@@ -9,12 +9,21 @@ local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
   local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv")
   if not fields[1] then return nil end
+  local refs = split_refs(fields[4])
   local blobs = {}
-  for _, ref in ipairs(split_refs(fields[4])) do
-    local value = redis.call("GET", K.blob(ns, ref))
-    if not value then return nil end
-    blobs[#blobs + 1] = ref
-    blobs[#blobs + 1] = value
+  if #refs > 0 then
+    local blob_keys = {}
+    for j, ref in ipairs(refs) do blob_keys[j] = K.blob(ns, ref) end
+    local values = {}
+    for first = 1, #blob_keys, 4000 do  -- unpack() has a limit of a few thousand values
+      local chunk = redis.call("MGET", unpack(blob_keys, first, math.min(first + 3999, #blob_keys)))
+      for _, v in ipairs(chunk) do values[#values + 1] = v end
+    end
+    for j, ref in ipairs(refs) do
+      if not values[j] then return nil end
+      blobs[#blobs + 1] = ref
+      blobs[#blobs + 1] = values[j]
+    end
   end
   local wkey = K.writes(ns, id)
   local writes = redis.call("HGETALL", wkey)

@@ -81,14 +81,17 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions unique across forks (as InMemorySaver makes them): a run resumed from an
-        old checkpoint never writes a blob under a version that a stored checkpoint uses."""
+        old checkpoint never writes a blob under a version that a stored checkpoint uses.
+
+        ``<counter, 16 digits>.<32 random bits, hex>``: ordered by the counter, and half the
+        length of InMemorySaver's (versions are part of keys and of every checkpoint)."""
         if current is None:
             current_v = 0
         elif isinstance(current, int):
             current_v = current
         else:
             current_v = int(current.split(".")[0])
-        return f"{current_v + 1:032}.{random.random():016}"
+        return f"{current_v + 1:016}.{random.getrandbits(32):08x}"
 
     def _unavailable(self, exc: Exception) -> RedisUnavailableError:
         return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")

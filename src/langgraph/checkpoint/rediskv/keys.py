@@ -45,18 +45,21 @@ from urllib.parse import unquote_to_bytes
 _SAFE_BYTES = frozenset((string.ascii_letters + string.digits + "-._~").encode())
 _ENCODED_BYTE = [chr(b) if b in _SAFE_BYTES else f"%{b:02X}" for b in range(256)]
 _PREFIX_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_NOTHING_TO_ESCAPE = re.compile(r"[A-Za-z0-9._~-]*")
 EMPTY_THREAD = "%"
 
 
 def encode_part(value: str) -> str:
     """Percent-encode one key part (see the module docstring)."""
-    if value.isascii() and value.isalnum():
-        return value  # the common case (uuids without dashes, plain names): nothing to escape
+    if _NOTHING_TO_ESCAPE.fullmatch(value):
+        return value  # the common case (uuids, versions, plain names): nothing to escape
     return "".join([_ENCODED_BYTE[b] for b in value.encode("utf-8", "surrogatepass")])
 
 
 def decode_part(encoded: str) -> str:
     """Invert :func:`encode_part`."""
+    if "%" not in encoded:
+        return encoded
     return unquote_to_bytes(encoded).decode("utf-8", "surrogatepass")
 
 
