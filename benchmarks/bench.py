@@ -61,6 +61,9 @@ from langgraph.graph.message import add_messages
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 
+# The saver's default metadata index, plus the key the chat backend searches threads by.
+INDEXED = ("source", "step", "run_id", "user_id")
+
 # -- sizes ---------------------------------------------------------------------------------
 
 
@@ -349,7 +352,7 @@ async def make_subjects(args: argparse.Namespace, token: str) -> tuple[list[Subj
     redis_base = args.redis_url
     if want(THIS):
         url = _redis_db_url(redis_base, args.redis_db)
-        saver = AsyncRedisSaver(url, prefix=f"bench{token}a")
+        saver = AsyncRedisSaver(url, prefix=f"bench{token}a", index_metadata=INDEXED)
         floor_script = saver.client.register_script("return 1")
         subjects.append(Subject(
             THIS, saver, redis_url=url, prefix=saver.prefix, admin=redis.Redis.from_url(url),
@@ -357,7 +360,7 @@ async def make_subjects(args: argparse.Namespace, token: str) -> tuple[list[Subj
         ))
     if want(THIS_SYNC):
         url = _redis_db_url(redis_base, args.redis_db + 1)
-        ssaver = RedisSaver(url, prefix=f"bench{token}s")
+        ssaver = RedisSaver(url, prefix=f"bench{token}s", index_metadata=INDEXED)
         sfloor = ssaver.client.register_script("return 1")
 
         async def sync_floor(s: Any = sfloor) -> Any:

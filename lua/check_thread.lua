@@ -11,7 +11,8 @@
   Reply: { {problem, key, problem, key, ...}, {reachable key, ...} } where a problem is one of
     "namespace without index", "index entry without checkpoint",
     "checkpoint without blob", "writes index entry without writes",
-    "run without run index", "run index entry without checkpoint"
+    "run without run index", "run index entry without checkpoint",
+    "checkpoint without its metadata index entry"
 ]]
 -- @include keyschema
 
@@ -39,8 +40,14 @@ for _, ns in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
     local cp = K.checkpoint(ns, id)
     if reach(cp) then
-      for _, ref in ipairs(split_refs(redis.call("HGET", cp, "bv"))) do
+      local fields = redis.call("HMGET", cp, "bv", "ix")
+      for _, ref in ipairs(split_refs(fields[1])) do
         if not reach(K.blob(ns, ref)) then report("checkpoint without blob", K.blob(ns, ref)) end
+      end
+      for _, suffix in ipairs(split_refs(fields[2])) do
+        if not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
+          report("checkpoint without its metadata index entry", cp)
+        end
       end
     else
       report("index entry without checkpoint", cp)

@@ -1,6 +1,6 @@
 --[[
-  delete_thread: remove every key of one thread: checkpoints, writes, blobs, indexes and the
-  thread's own ttl setting.
+  delete_thread: remove every key of one thread: checkpoints, writes, blobs, indexes, the
+  thread's own ttl setting, and its entries in the global metadata indexes.
 
   KEYS[1]  P:th:{T}         thread index (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the thread
@@ -17,7 +17,9 @@ for _, ns in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   local refs = {}
   for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
     local cp = K.checkpoint(ns, id)
-    for _, ref in ipairs(split_refs(redis.call("HGET", cp, "bv"))) do refs[ref] = true end
+    local fields = redis.call("HMGET", cp, "bv", "ix")
+    for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
+    unindex_checkpoint(K, ns, id, fields[2])
     redis.call("UNLINK", cp)
     removed = removed + 1
   end

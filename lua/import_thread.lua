@@ -27,6 +27,7 @@ while i <= #ARGV do
   else
     local id, n = ARGV[i + 2], tonumber(ARGV[i + 3])
     local key = (kind == "c") and K.checkpoint(ns, id) or K.writes(ns, id)
+    if kind == "c" then unindex_checkpoint(K, ns, id, redis.call("HGET", key, "ix")) end
     redis.call("DEL", key)
     for j = 0, n - 1 do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]
@@ -36,6 +37,14 @@ while i <= #ARGV do
         redis.call("SADD", K.run(value), ns .. ":" .. id)
         expire(K.runs, ttl)
         expire(K.run(value), ttl)
+      elseif kind == "c" and field == "ix" then
+        -- the copy joins the global metadata indexes the source checkpoint is in
+        for _, suffix in ipairs(split_refs(value)) do
+          local index = K.metadata_index(suffix)
+          local created = redis.call("EXISTS", index) == 0
+          redis.call("ZADD", index, 0, K.member(ns, id))
+          keep_index_key(index, ttl, created)
+        end
       end
     end
     expire(key, ttl)

@@ -4,6 +4,8 @@
   KEYS[1]  P:th:{T}         thread index (SET of namespaces)
   KEYS[2]  P:idx:{T}:N      namespace index (ZSET of checkpoint ids)
   KEYS[3]  P:cp:{T}:N:I     the checkpoint hash
+  KEYS[4..] P:mi:<key>:<value>  the global metadata indexes the checkpoint goes into (only on
+           a standalone server: these keys are not in the thread's cluster slot)
 
   ARGV[1]  prefix P                 ARGV[2]  hash tag {T}
   ARGV[3]  namespace N (encoded)    ARGV[4]  checkpoint id (raw)
@@ -13,7 +15,8 @@
   ARGV[8]  blob refs of every channel with a value: "C:V,C:V,..."
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
-  ARGV[11] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
+  ARGV[11] ix: the "<key>:<value>" suffixes of KEYS[4..], comma-separated ("" for none)
+  ARGV[12] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
 
   Reply: 1
@@ -25,11 +28,12 @@ local K = keyspace(prefix, tag)
 local ttl = thread_ttl(K, tonumber(ARGV[10]))
 local cp = KEYS[3]
 
--- Re-putting an id replaces it: drop the run index entry of the record being replaced.
-local old_run = redis.call("HGET", cp, "r")
-if old_run then
-  redis.call("SREM", K.run(old_run), ns .. ":" .. id)
+-- Re-putting an id replaces it: drop the index entries of the record being replaced.
+local old = redis.call("HMGET", cp, "r", "ix")
+if old[1] then
+  redis.call("SREM", K.run(old[1]), ns .. ":" .. id)
 end
+unindex_checkpoint(K, ns, id, old[2])
 redis.call("DEL", cp)
 
 -- the whole record in one HSET
@@ -46,7 +50,25 @@ if run ~= "" then
   redis.call("SADD", K.run(run), ns .. ":" .. id)
   expire(K.run(run), ttl)
 end
-local i = 11
+if ARGV[11] ~= "" then
+  fields[#fields + 1] = "ix"
+  fields[#fields + 1] = ARGV[11]
+  local member = K.member(ns, id)
+  for k = 4, #KEYS do
+    local created = redis.call("EXISTS", KEYS[k]) == 0
+    redis.call("ZADD", KEYS[k], 0, member)
+    keep_index_key(KEYS[k], ttl, created)
+    -- drop the oldest member when its checkpoint is gone: bounded at a constant cost
+    local oldest = redis.call("ZRANGE", KEYS[k], 0, 0)[1]
+    if oldest ~= member then
+      local old_id, old_tag, old_ns = parse_member(oldest)
+      if redis.call("EXISTS", keyspace(prefix, old_tag).checkpoint(old_ns, old_id)) == 0 then
+        redis.call("ZREM", KEYS[k], oldest)
+      end
+    end
+  end
+end
+local i = 12
 local m = tonumber(ARGV[i])
 for j = 1, 2 * m do fields[#fields + 1] = ARGV[i + j] end
 for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand values

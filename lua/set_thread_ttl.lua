@@ -34,7 +34,18 @@ for _, ns in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   local refs = {}
   for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
     local cp = K.checkpoint(ns, id)
-    for _, ref in ipairs(split_refs(redis.call("HGET", cp, "bv"))) do refs[ref] = true end
+    local fields = redis.call("HMGET", cp, "bv", "ix")
+    for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
+    for _, suffix in ipairs(split_refs(fields[2])) do
+      local index = K.metadata_index(suffix)
+      if ttl > 0 and redis.call("PTTL", index) == -1 then
+        -- kept forever for this thread until now; other pinned threads in it come back into
+        -- it with their next checkpoint
+        redis.call("EXPIRE", index, ttl)
+      else
+        keep_index_key(index, ttl, false)  -- it must outlive the checkpoint
+      end
+    end
     apply(cp)
   end
   for _, id in ipairs(redis.call("SMEMBERS", K.writes_index(ns))) do apply(K.writes(ns, id)) end

@@ -107,9 +107,12 @@ def _unused_port() -> int:
 
 def test_unreachable_server_is_named() -> None:
     url = f"redis://:hunter2@127.0.0.1:{_unused_port()}/0"
-    with RedisSaver(url, connect_timeout=1) as saver, pytest.raises(
-        RedisUnavailableError, match=r"cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1"
-    ) as info:
+    with (
+        RedisSaver(url, connect_timeout=1) as saver,
+        pytest.raises(
+            RedisUnavailableError, match=r"cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1"
+        ) as info,
+    ):
         saver.get_tuple(cfg("t"))
     assert "hunter2" not in str(info.value)
     assert isinstance(info.value, redis.exceptions.ConnectionError)

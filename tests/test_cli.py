@@ -269,7 +269,8 @@ def test_read_commands(cli: Cli, store: RedisSaver, client: redis.Redis, prefix:
         "prefix": prefix,
         "keys": len(all_keys),
         "threads": 3,
-        "memory_bytes": sum(size for _, size in sizes.values()),
+        # every key under the prefix: the threads' and the global metadata indexes
+        "memory_bytes": sum(int(client.memory_usage(k, samples=0) or 0) for k in all_keys),
         "keys_by_kind": dict(sorted(Counter(k.split(":")[1] for k in all_keys).items())),
         "top_threads": [
             {"thread_id": t, "keys": sizes[t][0], "size_bytes": sizes[t][1]}

@@ -58,8 +58,11 @@ def test_threads_spread_over_every_node(server_url: str, local_cluster: LocalClu
         assert list(saver.list(None)) == []
 
 
-def test_list_across_shards_matches_a_single_server(server_url: str) -> None:
-    with RedisSaver(server_url, cluster=True, prefix=new_prefix()) as saver:
+def test_list_across_shards_matches_a_single_server(server_url: str, client: RedisCluster) -> None:
+    with RedisSaver(
+        server_url, cluster=True, prefix=new_prefix(), index_metadata=["user_id"]
+    ) as saver:
+        assert saver.indexed_metadata == ()  # a global index would cross slots: none here
         ids = []
         for i in range(12):
             ids += chain(
@@ -74,6 +77,7 @@ def test_list_across_shards_matches_a_single_server(server_url: str) -> None:
         ] == newest_first[11:14]
         v_ids = [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "v"})]
         assert v_ids == sorted([i for n, i in enumerate(ids) if (n // 3) % 3 == 0], reverse=True)
+        assert list(client.scan_iter(match=f"{saver.prefix}:mi:*")) == []
 
 
 def test_a_node_restart_mid_run_loses_nothing(server_url: str, local_cluster: LocalCluster) -> None:

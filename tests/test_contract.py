@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT, Checkpoint, empty_checkp
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
-from langgraph.checkpoint.rediskv.keys import KeySchema
+from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
 from .conftest import keys_of
 
@@ -307,6 +307,9 @@ def test_prune_keep_latest_leaves_exactly_the_latest(
             keys.blob(tag, "", "n", version),
             keys.runs(tag),
             keys.run(tag, "r3"),
+            # the latest checkpoint's entries in the global metadata indexes; the others' went
+            keys.metadata_index(metadata_index_suffix("step", "3")),
+            keys.metadata_index(metadata_index_suffix("run_id", '"r3"')),
         ]
     )
     assert tup.checkpoint["channel_values"] == {"n": 3}

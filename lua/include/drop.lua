@@ -5,8 +5,9 @@
 -- because other checkpoints of the namespace may share it.
 local function drop_checkpoint(K, ns, id, refs)
   local cp = K.checkpoint(ns, id)
-  local fields = redis.call("HMGET", cp, "bv", "r")
+  local fields = redis.call("HMGET", cp, "bv", "r", "ix")
   for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
+  unindex_checkpoint(K, ns, id, fields[3])
   if fields[2] then
     local run_key = K.run(fields[2])
     redis.call("SREM", run_key, ns .. ":" .. id)

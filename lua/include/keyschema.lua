@@ -21,10 +21,27 @@ local function keyspace(prefix, tag)
   function K.writes(ns, id) return prefix .. ":w:" .. tag .. ":" .. ns .. ":" .. enc(id) end
   function K.blob(ns, ref) return prefix .. ":blob:" .. tag .. ":" .. ns .. ":" .. ref end
   function K.run(run) return prefix .. ":run:" .. tag .. ":" .. run end
+  -- global metadata index (standalone servers only): "<key>:<canonical JSON>", encoded
+  function K.metadata_index(suffix) return prefix .. ":mi:" .. suffix end
+  -- a checkpoint's member in a metadata index: its id first, so lexical order = time order
+  function K.member(ns, id) return id .. "\0" .. tag .. ":" .. ns end
   return K
 end
 
--- Split "C1:V1,C2:V2" (the bv field) into its refs; encoded parts never contain ",".
+-- Split a metadata index member into checkpoint id, hash tag and namespace. The id may hold
+-- any byte; tag and namespace are encoded, so the last NUL is the separator.
+local function parse_member(member)
+  local sep, at = nil, 0
+  repeat  -- plain find: Lua 5.1 patterns cannot hold a NUL
+    sep, at = at, string.find(member, "\0", at + 1, true)
+  until not at
+  local id, rest = string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
+  local close = string.find(rest, "}:", 1, true)
+  return id, string.sub(rest, 1, close), string.sub(rest, close + 2)
+end
+
+-- Split "C1:V1,C2:V2" (the bv field, also the ix field) into its parts; encoded parts never
+-- contain ",".
 local function split_refs(bv)
   local refs = {}
   if bv then
@@ -36,6 +53,25 @@ end
 -- Give a key that was just written or read its expiry (ttl 0: none).
 local function expire(key, ttl)
   if ttl > 0 then redis.call("EXPIRE", key, ttl) end
+end
+
+-- Keep a metadata index key alive at least as long as a checkpoint in it (ttl 0: forever).
+local function keep_index_key(key, ttl, created)
+  if ttl == 0 then
+    redis.call("PERSIST", key)
+  elseif created then
+    redis.call("EXPIRE", key, ttl)
+  else
+    local left = redis.call("PTTL", key)
+    if left >= 0 and left < ttl * 1000 then redis.call("EXPIRE", key, ttl) end
+  end
+end
+
+-- Remove a checkpoint from the metadata indexes listed in its ix field.
+local function unindex_checkpoint(K, ns, id, ix)
+  for _, suffix in ipairs(split_refs(ix)) do
+    redis.call("ZREM", K.metadata_index(suffix), K.member(ns, id))
+  end
 end
 
 -- The expiry of one thread: its own setting (P:ttl:{T}, "0" when pinned) wins over the

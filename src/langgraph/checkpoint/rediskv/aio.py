@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from types import TracebackType
@@ -34,7 +34,16 @@ from .base import (
     retry_backoff,
 )
 from .check import Problem, check_store
-from .core import Batch, Op, Request, ScanKeys, ScriptCall, Stream, explain_response_error
+from .core import (
+    DEFAULT_INDEXED_METADATA,
+    Batch,
+    Op,
+    Request,
+    ScanKeys,
+    ScriptCall,
+    Stream,
+    explain_response_error,
+)
 from .delta import get_delta_channel_history
 from .scripts import script_sources
 from .settings import ttl_seconds
@@ -66,9 +75,10 @@ class AsyncRedisSaver(RedisSaverBase):
         connect_timeout: float = CONNECT_TIMEOUT,
         socket_timeout: float | None = SOCKET_TIMEOUT,
         retries: int = RETRIES,
+        index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
         **redis_kwargs: Any,
     ) -> None:
-        connect_url = self._setup(url, client, prefix, ttl, serde)
+        connect_url = self._setup(url, client, prefix, ttl, serde, index_metadata)
         if connect_url is not None:
             options: dict[str, Any] = {
                 "max_connections": max_connections,
@@ -86,6 +96,8 @@ class AsyncRedisSaver(RedisSaverBase):
                 client = aredis.Redis(connection_pool=pool)
         assert client is not None
         self._client: aredis.Redis | AsyncRedisCluster = client
+        if isinstance(client, AsyncRedisCluster):
+            self._on_cluster()
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -52,10 +54,17 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         prefix: str,
         ttl: Any,
         serde: SerializerProtocol | None,
+        index_metadata: Iterable[str],
     ) -> str | None:
         """Validate the settings; returns the URL to connect to when no client was given."""
         super().__init__(serde=serde)
-        self._core = SaverCore(KeySchema(prefix), self.serde, parse_ttl(ttl))
+        if isinstance(index_metadata, str) or not all(isinstance(k, str) for k in index_metadata):
+            raise ValueError(
+                f"index_metadata must be a list of metadata keys, not {index_metadata!r}"
+            )
+        self._core = SaverCore(
+            KeySchema(prefix), self.serde, parse_ttl(ttl), tuple(dict.fromkeys(index_metadata))
+        )
         self._owns_client = client is None
         if client is not None:
             self._url = _describe_client(client)
@@ -74,6 +83,16 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         self._serde = maybe_add_typed_methods(value)
         if "_core" in self.__dict__:
             self._core = self._core.with_serde(self._serde)
+
+    def _on_cluster(self) -> None:
+        """A cluster spreads threads over nodes: a global index cannot be updated in the same
+        script as a thread's keys, so there is none, and list(None) scans the threads."""
+        self._core = replace(self._core, indexed=())
+
+    @property
+    def indexed_metadata(self) -> tuple[str, ...]:
+        """The metadata keys with a global index (none on a cluster)."""
+        return self._core.indexed
 
     @property
     def prefix(self) -> str:

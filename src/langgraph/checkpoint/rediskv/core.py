@@ -30,7 +30,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .keys import KeySchema, blob_ref, decode_part, encode_part
+from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
 from .settings import TTLSettings
 
 T = TypeVar("T")
@@ -40,6 +40,12 @@ Arg = str | bytes | int
 # and at most this many ids examined per namespace per call while a filter rejects them.
 LIST_PAGE = 100
 LIST_SCAN_BUDGET = 2000
+# The metadata keys indexed by default, and the longest canonical value that gets an entry
+# (longer values, and None, are still filtered, by the scan).
+DEFAULT_INDEXED_METADATA = ("source", "step", "run_id")
+MAX_INDEXED_VALUE = 256
+# Metadata keys with few distinct values: another indexed filter key is a better start.
+_UNSELECTIVE = frozenset({"source", "step"})
 # SCAN COUNT hint, and how many per-thread script calls go into one pipeline.
 SCAN_COUNT = 1000
 BATCH_SIZE = 500
@@ -149,6 +155,8 @@ class SaverCore:
     keys: KeySchema
     serde: SerializerProtocol
     ttl: TTLSettings | None = None
+    # metadata keys with a global index (empty on a cluster, where it cannot be kept atomic)
+    indexed: tuple[str, ...] = ()
 
     def with_serde(self, serde: SerializerProtocol) -> SaverCore:
         return replace(self, serde=serde)
@@ -251,8 +259,12 @@ class SaverCore:
         run_id = full_metadata.get("run_id")
 
         meta_args: list[Arg] = [len(full_metadata)]
+        index_suffixes: list[str] = []
         for key, value in full_metadata.items():
-            meta_args += [f"m:{key}", self.canonical(value)]
+            canonical = self.canonical(value)
+            meta_args += [f"m:{key}", canonical]
+            if key in self.indexed and _indexable(canonical):
+                index_suffixes.append(metadata_index_suffix(key, canonical))
         blob_args: list[Arg] = []
         for channel, version in new_versions.items():
             if channel in values:
@@ -265,6 +277,7 @@ class SaverCore:
                 self.keys.thread(tag),
                 self.keys.index(tag, ns),
                 self.keys.checkpoint(tag, ns, checkpoint_id),
+                *(self.keys.metadata_index(s) for s in index_suffixes),
             ),
             (
                 self.keys.prefix,
@@ -277,6 +290,7 @@ class SaverCore:
                 refs,
                 encode_part(str(run_id)) if run_id is not None else "",
                 self._ttl_seconds,
+                ",".join(index_suffixes),
                 *meta_args,
                 len(blob_args) // 2,
                 *blob_args,
@@ -375,11 +389,18 @@ class SaverCore:
         if filter is not None and not isinstance(filter, dict):
             raise TypeError(f"filter must be a dict of metadata keys to values, not {filter!r}")
         filter_args: list[Arg] = [len(filter or {})]
-        for key, value in (filter or {}).items():
+        index: str | None = None
+        for key, value in sorted((filter or {}).items(), key=lambda kv: kv[0] in _UNSELECTIVE):
             if not isinstance(key, str):
                 raise TypeError(f"filter keys must be strings (metadata keys are), not {key!r}")
-            filter_args += [f"m:{key}", self.canonical(value)]
+            canonical = self.canonical(value)
+            filter_args += [f"m:{key}", canonical]
+            if index is None and key in self.indexed and _indexable(canonical):
+                index = self.keys.metadata_index(metadata_index_suffix(key, canonical))
         before_id = (get_checkpoint_id(before) or "") if before else ""
+        if config is None and index is not None:
+            yield from self._list_indexed(index, filter_args, before_id, limit)
+            return
         if config is None:
             yield from self._list_all_threads(filter_args, before_id, limit)
             return
@@ -399,6 +420,29 @@ class SaverCore:
             if reply[0] is None:
                 return
             before_id = reply[0].decode()
+
+    def _list_indexed(
+        self, index: str, filter_args: Sequence[Arg], before: Arg, limit: int | None
+    ) -> Stream:
+        """list(None) for a filter on an indexed key: newest first straight from the index,
+        so the cost follows the matches, not the size of the store."""
+        remaining = limit
+        while True:
+            page = LIST_PAGE if remaining is None else min(remaining, LIST_PAGE)
+            reply = yield ScriptCall(
+                "list_indexed",
+                (index,),
+                (self.keys.prefix, before, page, LIST_SCAN_BUDGET, *filter_args),
+            )
+            for tag, record in zip(reply[1::2], reply[2::2], strict=True):
+                yield self.decode_record(self.keys.thread_from_tag(tag.decode()), record)
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return
+            if reply[0] is None:
+                return
+            before = reply[0]
 
     def _list_all_threads(
         self, filter_args: Sequence[Arg], before_id: str, limit: int | None
@@ -504,6 +548,10 @@ class SaverCore:
             (self.keys.thread(target_tag), self.keys.runs(target_tag)),
             (self.keys.prefix, target_tag, self._ttl_seconds, *records),
         )
+
+
+def _indexable(canonical: str) -> bool:
+    return canonical != "null" and len(canonical) <= MAX_INDEXED_VALUE
 
 
 class _Newest:

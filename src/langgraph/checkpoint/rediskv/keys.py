@@ -31,6 +31,10 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
     P:run:{T}:R         SET    "N:<raw id>" of each checkpoint of run R (the run index)
     P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
+    P:mi:K:V            ZSET   global metadata index, standalone servers only: every checkpoint
+                               whose metadata key K has the canonical JSON value V, as members
+                               "<raw id>\0{T}:N" scored 0 (lexical order = time order); the
+                               checkpoint's ix field lists the "K:V" it is indexed under
 
 The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/test_keys.py`` checks
 that both produce the same keys.
@@ -119,6 +123,13 @@ class KeySchema:
     def run(self, tag: str, run_id: str) -> str:
         return f"{self.prefix}:run:{tag}:{encode_part(run_id)}"
 
+    def metadata_index(self, suffix: str) -> str:
+        """A global metadata index; ``suffix`` comes from :func:`metadata_index_suffix`."""
+        return f"{self.prefix}:mi:{suffix}"
+
+    def is_metadata_index(self, key: str) -> bool:
+        return key.startswith(f"{self.prefix}:mi:")
+
     # -- patterns ------------------------------------------------------------------------
     def thread_pattern(self) -> str:
         """SCAN pattern matching the thread index of every thread under this prefix."""
@@ -134,6 +145,11 @@ class KeySchema:
     def thread_id_of(self, thread_key: str) -> str:
         """The thread id of a key returned by a SCAN over :meth:`thread_pattern`."""
         return self.thread_from_tag(thread_key[len(self.prefix) + 4 :])
+
+
+def metadata_index_suffix(key: str, canonical: str) -> str:
+    """``K:V``: which metadata index a (key, canonical JSON value) pair lives in."""
+    return f"{encode_part(key)}:{encode_part(canonical)}"
 
 
 def blob_ref(channel: str, version: str | int | float) -> str:

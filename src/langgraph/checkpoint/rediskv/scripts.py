@@ -17,6 +17,7 @@ SCRIPT_NAMES = (
     "put_writes",
     "get_tuple",
     "list_checkpoints",
+    "list_indexed",
     "delete_thread",
     "delete_for_runs",
     "prune",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from types import TracebackType
@@ -35,7 +35,15 @@ from .base import (
     retry_backoff,
 )
 from .check import Problem, check_store
-from .core import Op, Request, ScanKeys, ScriptCall, Stream, explain_response_error
+from .core import (
+    DEFAULT_INDEXED_METADATA,
+    Op,
+    Request,
+    ScanKeys,
+    ScriptCall,
+    Stream,
+    explain_response_error,
+)
 from .delta import get_delta_channel_history
 from .scripts import script_sources
 from .settings import ttl_seconds
@@ -61,6 +69,9 @@ class RedisSaver(RedisSaverBase):
         connect_timeout, socket_timeout: seconds before a connection attempt, or a call to a
             server that stopped answering, fails (with ``RedisUnavailableError``).
         retries: how often a dropped connection or a timeout is retried, with backoff.
+        index_metadata: metadata keys that get a global index (standalone servers only), so
+            that ``list(None, filter={key: value})`` costs what it finds, not the store's size;
+            add the keys you search threads by, e.g. ``("source", "step", "run_id", "user_id")``.
         **redis_kwargs: any other redis-py connection option for the saver's own pool, e.g.
             ``ssl_ca_certs=...`` for rediss:// with a private CA, or ``username=...``.
 
@@ -81,9 +92,10 @@ class RedisSaver(RedisSaverBase):
         connect_timeout: float = CONNECT_TIMEOUT,
         socket_timeout: float | None = SOCKET_TIMEOUT,
         retries: int = RETRIES,
+        index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
         **redis_kwargs: Any,
     ) -> None:
-        connect_url = self._setup(url, client, prefix, ttl, serde)
+        connect_url = self._setup(url, client, prefix, ttl, serde, index_metadata)
         if connect_url is not None:
             options: dict[str, Any] = {
                 "max_connections": max_connections,
@@ -104,6 +116,8 @@ class RedisSaver(RedisSaverBase):
                 client = redis.Redis(connection_pool=pool)
         assert client is not None
         self._client: redis.Redis | RedisCluster = client
+        if isinstance(client, RedisCluster):
+            self._on_cluster()
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }

@@ -1,0 +1,122 @@
+"""The global metadata index behind list(None, filter=...): the same answers as a scan of
+every thread, at the cost of what it finds, and kept in step by every operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
+
+from .conftest import RoundTrips, keys_of
+from .test_contract import cfg, chain
+
+INDEXED = ("source", "step", "run_id", "user_id")
+
+
+def ids(saver: RedisSaver, **kw: Any) -> list[str]:
+    return [t.checkpoint["id"] for t in saver.list(None, **kw)]
+
+
+def populate(saver: RedisSaver) -> list[str]:
+    made = []
+    for n in range(30):
+        made += chain(
+            saver,
+            f"thread-{n}",
+            [
+                {"user_id": f"u{n % 4}", "step": s, "run_id": f"r{n}", "big": "x" * 300}
+                for s in range(3)
+            ],
+        )
+    return made
+
+
+def test_indexed_and_scanned_lists_agree(
+    server_url: str, prefix: str, round_trips: RoundTrips
+) -> None:
+    with (
+        RedisSaver(server_url, prefix=prefix, index_metadata=INDEXED) as indexed,
+        RedisSaver(server_url, prefix=prefix, index_metadata=()) as scanning,
+    ):
+        made = populate(indexed)
+        newest_first = sorted(made, reverse=True)
+        filters: list[dict[str, Any]] = [
+            {"user_id": "u1"},
+            {"user_id": "u1", "step": 2},
+            {"step": 0},
+            {"run_id": "r7"},
+            {"user_id": "nobody"},
+            {"user_id": None},  # None matches a missing key: not indexable, scanned
+            {"big": "x" * 300},  # not an indexed key: scanned
+        ]
+        for flt in filters:
+            expected = ids(scanning, filter=flt)
+            assert ids(indexed, filter=flt) == expected, flt
+            assert ids(indexed, filter=flt, limit=3) == expected[:3], flt
+            if len(expected) > 4:
+                before = cfg("any", checkpoint_id=expected[2])
+                assert ids(indexed, filter=flt, before=before, limit=2) == expected[3:5], flt
+        u1 = [i for n, i in enumerate(made) if (n // 3) % 4 == 1]
+        assert ids(indexed, filter={"user_id": "u1"}) == sorted(u1, reverse=True)
+        assert ids(indexed, filter={"user_id": None}) == []
+        assert len(newest_first) == 90
+
+        scanning.get_tuple(cfg("thread-0"))  # warm both scripts
+        ids(indexed, filter={"user_id": "u2"}, limit=10)
+        round_trips.reset()
+        found = ids(indexed, filter={"user_id": "u2"}, limit=10)
+        assert (round_trips.count, len(found)) == (1, 10)  # one script call, not one per thread
+
+
+def test_every_operation_keeps_the_index_in_step(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    keys = KeySchema(prefix)
+    user_index = keys.metadata_index(metadata_index_suffix("user_id", '"u1"'))
+    with RedisSaver(server_url, prefix=prefix, index_metadata=INDEXED) as saver:
+        made = populate(saver)
+
+        def members() -> list[str]:
+            return sorted(m.split(b"\0")[0].decode() for m in client.zrange(user_index, 0, -1))
+
+        u1 = sorted(i for n, i in enumerate(made) if (n // 3) % 4 == 1)
+        assert members() == u1
+        saver.delete_thread("thread-1")  # u1: threads 1, 5, 9, ...
+        saver.prune(["thread-5"], strategy="keep_latest")
+        saver.delete_for_runs(["r9"])
+        saver.copy_thread("thread-13", "copy-of-13")
+        gone = set(made[3:6]) | set(made[15:17]) | set(made[27:30])
+        expected = sorted([i for i in u1 if i not in gone] + made[39:42])
+        assert members() == expected
+        assert ids(saver, filter={"user_id": "u1"}) == sorted(expected, reverse=True)
+        threads = {
+            t.config["configurable"]["thread_id"]
+            for t in saver.list(None, filter={"user_id": "u1"})
+        }
+        assert threads == {"copy-of-13", *(f"thread-{n}" for n in (5, 13, 17, 21, 25, 29))}
+        assert saver.check_invariants() == []
+        # a lost entry is reported by the checker
+        client.zrem(user_index, client.zrange(user_index, 0, 0)[0])
+        assert [p.problem for p in saver.check_invariants()] == [
+            "checkpoint without its metadata index entry"
+        ]
+
+
+def test_entries_of_vanished_checkpoints_are_dropped_on_the_way(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, prefix=prefix, index_metadata=INDEXED) as saver:
+        made = chain(saver, "t", [{"user_id": "u"} for _ in range(5)])
+        tag = keys.tag("t")
+        for checkpoint_id in made[1:4]:  # as if they had expired
+            client.unlink(keys.checkpoint(tag, "", checkpoint_id))
+        assert ids(saver, filter={"user_id": "u"}) == [made[4], made[0]]
+        index = keys.metadata_index(metadata_index_suffix("user_id", '"u"'))
+        assert client.zcard(index) == 2
+    assert not [
+        k for k in keys_of(client, f"{prefix}:mi:*") if "user_id" not in k and "source" not in k
+    ]
