@@ -26,7 +26,7 @@ from .test_ttl import build_chat, expected_messages, turn
 # the scripts run. The README lists these.
 SAVER_COMMANDS = [
     "evalsha", "script|load", "script|exists", "scan",
-    "get", "mget", "set", "del", "unlink", "exists", "expire", "persist",
+    "get", "mget", "set", "del", "unlink", "exists", "expire", "persist", "pttl",
     "hset", "hsetnx", "hget", "hmget", "hgetall", "hvals",
     "sadd", "srem", "smembers", "sismember", "scard", "srandmember",
     "zadd", "zrem", "zrange", "zrevrange", "zrevrangebylex", "zscore",
@@ -50,7 +50,7 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(private_server: Privat
     )
     admin.set("other:secret", "not yours")
     url = f"redis://saver:s3cret@127.0.0.1:{private_server.port}/0"
-    with RedisSaver(url, prefix="app1") as saver:
+    with RedisSaver(url, prefix="app1", ttl={"default_ttl": 5}) as saver:
         graph = build_chat(saver)
         for i in range(3):
             turn(graph, "t", f"user {i}")
@@ -63,6 +63,8 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(private_server: Privat
         assert [t.config["configurable"]["thread_id"] for t in saver.list(None, limit=1)] == [
             "copy"
         ]
+        assert len(list(saver.list(None, filter={"source": "loop"}, limit=3))) == 3  # the index
+        saver.pin_thread("copy")
         saver.prune(["copy"], strategy="keep_latest")
         saver.delete_for_runs(["no-such-run"])
         assert saver.check_invariants() == []
