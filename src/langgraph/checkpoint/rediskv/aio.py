@@ -23,6 +23,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry
 from redis.exceptions import ResponseError
 
+from .autopipeline import AutoPipeline
 from .base import (
     CONNECT_TIMEOUT,
     MAX_CONNECTIONS,
@@ -57,6 +58,8 @@ class AsyncRedisSaver(RedisSaverBase):
     Takes the same arguments as :class:`RedisSaver`; ``client`` is a ``redis.asyncio.Redis``
     or ``redis.asyncio.cluster.RedisCluster``. On a cluster, ``max_connections`` bounds each
     node's connections (redis-py's async cluster client fails rather than waits past it).
+    With ``auto_pipeline`` (the default, standalone servers), script calls that concurrent
+    graphs make in the same turn of the event loop are sent in one pipeline.
     The sync methods work from threads other than the event loop's (as in LangGraph's
     AsyncPostgresSaver), e.g. for ``graph.get_state`` called from a worker thread.
     """
@@ -76,6 +79,7 @@ class AsyncRedisSaver(RedisSaverBase):
         socket_timeout: float | None = SOCKET_TIMEOUT,
         retries: int = RETRIES,
         index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
+        auto_pipeline: bool = True,
         **redis_kwargs: Any,
     ) -> None:
         connect_url = self._setup(url, client, prefix, ttl, serde, index_metadata)
@@ -110,6 +114,11 @@ class AsyncRedisSaver(RedisSaverBase):
             else None
         )
         self._cluster_ready = False
+        self._pipeline = (
+            AutoPipeline(self._client, self._scripts)
+            if auto_pipeline and isinstance(self._client, aredis.Redis)
+            else None
+        )
 
     @classmethod
     @asynccontextmanager
@@ -161,6 +170,8 @@ class AsyncRedisSaver(RedisSaverBase):
     async def _send_now(self, request: Request) -> Any:
         try:
             if isinstance(request, ScriptCall):
+                if self._pipeline is not None:
+                    return await self._pipeline.call(request)
                 return await self._scripts[request.name](keys=request.keys, args=request.args)
             if isinstance(request, ScanKeys):
                 return [
