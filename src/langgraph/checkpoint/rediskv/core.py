@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -355,7 +355,7 @@ class SaverCore:
         thread_id: str,
         ns: str | None,
         only_id: str,
-        before: str,
+        before: Arg,
         page: int,
         filter_args: Sequence[Arg],
     ) -> ScriptCall:
@@ -407,35 +407,47 @@ class SaverCore:
         thread_id = _thread_id(config)
         ns = config["configurable"].get("checkpoint_ns")
         only_id = get_checkpoint_id(config) or ""
-        remaining = limit
-        while True:
-            page = LIST_PAGE if remaining is None else min(remaining, LIST_PAGE)
-            reply = yield self._list_call(thread_id, ns, only_id, before_id, page, filter_args)
-            for record in reply[1:]:
-                yield self.decode_record(thread_id, record)
-                if remaining is not None:
-                    remaining -= 1
-                    if remaining == 0:
-                        return
-            if reply[0] is None:
-                return
-            before_id = reply[0].decode()
+        yield from self._pages(
+            lambda before, page: self._list_call(thread_id, ns, only_id, before, page, filter_args),
+            lambda reply: (self.decode_record(thread_id, record) for record in reply[1:]),
+            before_id,
+            limit,
+        )
 
     def _list_indexed(
         self, index: str, filter_args: Sequence[Arg], before: Arg, limit: int | None
     ) -> Stream:
         """list(None) for a filter on an indexed key: newest first straight from the index,
         so the cost follows the matches, not the size of the store."""
-        remaining = limit
-        while True:
-            page = LIST_PAGE if remaining is None else min(remaining, LIST_PAGE)
-            reply = yield ScriptCall(
+        yield from self._pages(
+            lambda before, page: ScriptCall(
                 "list_indexed",
                 (index,),
                 (self.keys.prefix, before, page, LIST_SCAN_BUDGET, *filter_args),
-            )
-            for tag, record in zip(reply[1::2], reply[2::2], strict=True):
-                yield self.decode_record(self.keys.thread_from_tag(tag.decode()), record)
+            ),
+            lambda reply: (
+                self.decode_record(self.keys.thread_from_tag(tag.decode()), record)
+                for tag, record in zip(reply[1::2], reply[2::2], strict=True)
+            ),
+            before,
+            limit,
+        )
+
+    def _pages(
+        self,
+        call: Callable[[Arg, int], ScriptCall],
+        tuples: Callable[[Sequence[Any]], Iterable[CheckpointTuple]],
+        before: Arg,
+        limit: int | None,
+    ) -> Stream:
+        """One script call per page (``{cursor, ...}`` replies) until ``limit`` tuples are
+        out or the cursor runs out."""
+        remaining = limit
+        while True:
+            page = LIST_PAGE if remaining is None else min(remaining, LIST_PAGE)
+            reply = yield call(before, page)
+            for tup in tuples(reply):
+                yield tup
                 if remaining is not None:
                     remaining -= 1
                     if remaining == 0:
