@@ -118,7 +118,7 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
     )
 
 
-def _thread_id(config: RunnableConfig | None) -> str:
+def thread_id_of(config: RunnableConfig | None) -> str:
     configurable = (config or {}).get("configurable") or {}
     thread_id = configurable.get("thread_id")
     if thread_id is None:
@@ -162,11 +162,11 @@ class SaverCore:
         return replace(self, serde=serde)
 
     @property
-    def _ttl_seconds(self) -> int:
+    def ttl_seconds(self) -> int:
         return self.ttl.seconds if self.ttl else 0
 
     @property
-    def _read_ttl_seconds(self) -> int:
+    def read_ttl_seconds(self) -> int:
         """get_tuple's refresh argument: the default ttl, or -1 for no refresh on read."""
         return self.ttl.seconds if self.ttl and self.ttl.refresh_on_read else -1
 
@@ -202,7 +202,7 @@ class SaverCore:
         return b"".join((f"{len(path_b)}:{len(channel_b)}:".encode(), path_b, channel_b, stored))
 
     # -- decoding --------------------------------------------------------------------------
-    def _pending_writes(self, flat: Sequence[bytes]) -> list[PendingWrite]:
+    def pending_writes(self, flat: Sequence[bytes]) -> list[PendingWrite]:
         rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
         for field, record in zip(flat[::2], flat[1::2], strict=True):
             task_enc, _, idx = field.decode().rpartition(":")
@@ -231,7 +231,7 @@ class SaverCore:
             checkpoint=checkpoint,
             metadata=self.loads(md),
             parent_config=_config(thread_id, ns, parent.decode()) if parent else None,
-            pending_writes=self._pending_writes(writes),
+            pending_writes=self.pending_writes(writes),
         )
 
     # -- operations --------------------------------------------------------------------------
@@ -242,7 +242,7 @@ class SaverCore:
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Op[RunnableConfig]:
-        thread_id = _thread_id(config)
+        thread_id = thread_id_of(config)
         configurable = config["configurable"]
         ns = configurable.get("checkpoint_ns") or ""
         parent_id = configurable.get("checkpoint_id") or ""
@@ -289,7 +289,7 @@ class SaverCore:
                 stored_metadata,
                 refs,
                 encode_part(str(run_id)) if run_id is not None else "",
-                self._ttl_seconds,
+                self.ttl_seconds,
                 ",".join(index_suffixes),
                 *meta_args,
                 len(blob_args) // 2,
@@ -305,7 +305,7 @@ class SaverCore:
         task_id: str,
         task_path: str = "",
     ) -> Op[None]:
-        thread_id = _thread_id(config)
+        thread_id = thread_id_of(config)
         configurable = config["configurable"]
         ns = configurable.get("checkpoint_ns") or ""
         checkpoint_id = configurable.get("checkpoint_id")
@@ -315,7 +315,7 @@ class SaverCore:
             return None
         tag = self.keys.tag(thread_id)
         task_enc = encode_part(task_id)
-        args: list[Arg] = [self.keys.prefix, tag, encode_part(ns), checkpoint_id, self._ttl_seconds]
+        args: list[Arg] = [self.keys.prefix, tag, encode_part(ns), checkpoint_id, self.ttl_seconds]
         for idx, (channel, value) in enumerate(writes):
             slot = WRITES_IDX_MAP.get(channel, idx)
             stored = self.dumps(value, f"the write to channel {channel!r}")
@@ -334,7 +334,7 @@ class SaverCore:
         return None
 
     def get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
-        thread_id = _thread_id(config)
+        thread_id = thread_id_of(config)
         ns = config["configurable"].get("checkpoint_ns") or ""
         tag = self.keys.tag(thread_id)
         record = yield ScriptCall(
@@ -345,7 +345,7 @@ class SaverCore:
                 tag,
                 encode_part(ns),
                 get_checkpoint_id(config) or "",
-                self._read_ttl_seconds,
+                self.read_ttl_seconds,
             ),
         )
         return self.decode_record(thread_id, record) if record else None
@@ -404,7 +404,7 @@ class SaverCore:
         if config is None:
             yield from self._list_all_threads(filter_args, before_id, limit)
             return
-        thread_id = _thread_id(config)
+        thread_id = thread_id_of(config)
         ns = config["configurable"].get("checkpoint_ns")
         only_id = get_checkpoint_id(config) or ""
         yield from self._pages(
@@ -539,7 +539,7 @@ class SaverCore:
         """Give a thread its own expiry (``0`` pins it), or, with ``None``, return it to the
         saver's default. Replies the number of keys updated."""
         tag = self.keys.tag(str(thread_id))
-        mode, value = ("default", self._ttl_seconds) if seconds is None else ("own", seconds)
+        mode, value = ("default", self.ttl_seconds) if seconds is None else ("own", seconds)
         touched = yield ScriptCall(
             "set_thread_ttl",
             (self.keys.thread(tag), self.keys.runs(tag), self.keys.thread_ttl(tag)),
@@ -558,7 +558,7 @@ class SaverCore:
         yield ScriptCall(
             "import_thread",
             (self.keys.thread(target_tag), self.keys.runs(target_tag)),
-            (self.keys.prefix, target_tag, self._ttl_seconds, *records),
+            (self.keys.prefix, target_tag, self.ttl_seconds, *records),
         )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, get_checkpoint_id
 
-from .core import Op, SaverCore, ScriptCall, _thread_id
+from .core import Op, SaverCore, ScriptCall, thread_id_of
 from .keys import encode_part
 
 # Ancestors one script call visits at most. LangGraph snapshots every delta channel at least
@@ -40,7 +40,7 @@ def get_delta_channel_history(
     wanted = list(dict.fromkeys(channels))
     if not wanted:
         return {}
-    thread_id = _thread_id(config)
+    thread_id = thread_id_of(config)
     ns = config["configurable"].get("checkpoint_ns") or ""
     tag = core.keys.tag(thread_id)
 
@@ -61,13 +61,13 @@ def get_delta_channel_history(
                 start,
                 resume,
                 HISTORY_BUDGET,
-                core._ttl_seconds,
+                core.ttl_seconds,
                 *open_channels,
             ),
         )
         for writes, seed_pairs in reply[1:]:
             step: dict[str, list[PendingWrite]] = {}
-            for write in core._pending_writes(writes):  # sorted by writes_sort_key
+            for write in core.pending_writes(writes):  # sorted by writes_sort_key
                 step.setdefault(write[1], []).append(write)
             for channel, channel_writes in step.items():
                 found[channel].append(channel_writes)
