@@ -2,6 +2,13 @@
   delete_for_runs: remove, within one thread, every checkpoint written by the given runs,
   with its writes, its index entries and the blobs no remaining checkpoint references.
 
+  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[2]  P:runs:{T}       run ids of the thread
+
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3..]  run ids (encoded)
+
+  Reply: the number of checkpoints removed
+
   Delta channels: a checkpoint that stays may rebuild a LangGraph DeltaChannel from writes
   and a seed stored at ancestors written by one of the runs (see include/delta.lua). Such
   ancestors are kept, so every checkpoint that stays rebuilds exactly the state it had: for
@@ -9,13 +16,6 @@
   (delta_dependencies) stay, and so, in turn, do the ancestors those read. A kept checkpoint
   keeps its run index entry, so the same call can remove it once nothing depends on it.
   Threads without delta channels lose every checkpoint of the runs.
-
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
-  KEYS[2]  P:runs:{T}       run ids of the thread
-
-  ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3..]  run ids (encoded)
-
-  Reply: the number of checkpoints removed
 ]]
 -- @include keyschema
 -- @include drop

@@ -4,6 +4,13 @@
   delta channels are rebuilt from. The kept checkpoints keep their pending writes and every
   blob they reference; everything else of the thread goes.
 
+  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[2]  P:runs:{T}       run ids of the thread
+
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T}
+
+  Reply: the number of checkpoints removed
+
   Delta channels: a LangGraph DeltaChannel stores its value only every snapshot_frequency
   updates; at the other checkpoints it stores nothing, and its value is rebuilt from the
   nearest ancestor that stores one (the seed) plus the writes of the ancestors in between.
@@ -15,13 +22,6 @@
   counters_since_delta_snapshot, which LangGraph writes). Nothing else is kept: the state
   rebuilt at the latest checkpoint is exactly the one before pruning, and a thread without
   delta channels keeps only its latest checkpoint.
-
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
-  KEYS[2]  P:runs:{T}       run ids of the thread
-
-  ARGV[1]  prefix P   ARGV[2]  hash tag {T}
-
-  Reply: the number of checkpoints removed
 ]]
 -- @include keyschema
 -- @include drop
