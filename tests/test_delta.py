@@ -32,7 +32,7 @@ from langgraph.graph.message import _messages_delta_reducer
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, delta
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import keys_of
+from .conftest import RoundTrips, keys_of
 
 Saver = RedisSaver | AsyncRedisSaver
 Graph = Any  # a compiled StateGraph
@@ -153,22 +153,6 @@ class Runner:
     async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         raise NotImplementedError
 
-    def count_round_trips(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-        """Patch the connection class this runner's client sends with; ``[n]`` counts sends."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _counter(monkeypatch: pytest.MonkeyPatch, cls: Any) -> list[int]:
-        count = [0]
-        original = cls.send_packed_command
-
-        def counted(conn: Any, *args: Any, **kwargs: Any) -> Any:
-            count[0] += 1
-            return original(conn, *args, **kwargs)
-
-        monkeypatch.setattr(cls, "send_packed_command", counted)
-        return count
-
 
 class SyncRunner(Runner):
     mode = "sync"
@@ -216,9 +200,6 @@ class SyncRunner(Runner):
     async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self.saver.delete_for_runs(run_ids)
 
-    def count_round_trips(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-        return self._counter(monkeypatch, redis.connection.AbstractConnection)
-
 
 class AsyncRunner(Runner):
     mode = "async"
@@ -265,11 +246,6 @@ class AsyncRunner(Runner):
 
     async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self.saver.adelete_for_runs(run_ids)
-
-    def count_round_trips(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-        import redis.asyncio.connection
-
-        return self._counter(monkeypatch, redis.asyncio.connection.AbstractConnection)
 
 
 @pytest.fixture(params=[SyncRunner, AsyncRunner], ids=["sync", "async"])
@@ -337,9 +313,9 @@ async def test_sixty_turns_rebuild_exactly_at_every_checkpoint(
 
     # turn 60: one round trip for the whole walk, same result as the default implementation
     config = recorded[-1][0]
-    round_trips = runner.count_round_trips(monkeypatch)
+    round_trips = RoundTrips(monkeypatch)
     ours = await runner.history(runner.saver, config, ["messages"])
-    assert round_trips[0] == 1
+    assert round_trips.count == 1
     monkeypatch.undo()
     assert ours == await runner.base_history(runner.saver, config, ["messages"])
     assert ours["messages"]["writes"] and "seed" in ours["messages"]
@@ -490,9 +466,9 @@ async def test_walk_goes_on_past_the_budget(
     recorded = await chat(runner, graph, "t", range(8))
     monkeypatch.setattr(delta, "HISTORY_BUDGET", 4)
     config = recorded[-1][0]
-    round_trips = runner.count_round_trips(monkeypatch)
+    round_trips = RoundTrips(monkeypatch)
     ours = await runner.history(runner.saver, config, ["messages"])
-    assert round_trips[0] == -(-(8 * 3 - 1) // 4)  # 23 ancestors, 4 per call
+    assert round_trips.count == -(-(8 * 3 - 1) // 4)  # 23 ancestors, 4 per call
     assert ours == await runner.base_history(runner.saver, config, ["messages"])
     assert len(ours["messages"]["writes"]) == 8 * 2
     await assert_rebuilt(runner, recorded, 1000)
