@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   check_thread: report every broken link among one thread's keys (read only). Used by the
   invariant checker, which also compares the keys reachable from the indexes with the keys a

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   delete_for_runs: remove, within one thread, every checkpoint written by the given runs,
   with its writes, its index entries and the blobs no remaining checkpoint references.

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   delete_thread: remove every key of one thread: checkpoints, writes, blobs, indexes, the
   thread's own ttl setting, and its entries in the global metadata indexes.

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   export_thread: every record of one thread, flat, in the form import_thread.lua takes as
   ARGV. copy_thread is this script on the source thread followed by import_thread on the

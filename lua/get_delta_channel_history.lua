@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   get_delta_channel_history: the ancestor walk behind LangGraph's DeltaChannel, on the server.
   From the target checkpoint, follow the parent ids (the `p` fields). At every ancestor (not

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   get_tuple: one checkpoint (the latest of its namespace, or a given id) with its channel
   values and pending writes.

@@ -1,3 +1,4 @@
+#!lua
 --[[
   import_thread: write the records produced by export_thread.lua into a thread, with every
   index entry, atomically. Records already in the target with the same ids are replaced.

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   list_checkpoints: one page of a thread's checkpoints, newest first, filtered on the server.
 

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   list_indexed: one page of checkpoints of every thread whose metadata has one indexed value,
   newest first, filtered on the server by the rest of the filter. Only on a standalone server:

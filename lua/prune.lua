@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   prune: keep only the latest checkpoint of every namespace of one thread (strategy
   keep_latest; strategy delete_all is delete_thread.lua), together with the ancestors its

@@ -1,3 +1,4 @@
+#!lua
 --[[
   put_checkpoint: store one checkpoint, its new channel values and every index entry, atomically.
 

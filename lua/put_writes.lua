@@ -1,3 +1,4 @@
+#!lua
 --[[
   put_writes: store the pending writes of one task against one checkpoint, atomically.
 

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   set_thread_ttl: give one thread its own expiry, pin it (never expires), or return it to the
   saver's default; every key the thread has gets the new expiry now.
