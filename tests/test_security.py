@@ -1,18 +1,26 @@
 """Security: a least-privilege ACL user, TLS with a self-signed certificate, encryption at
-rest with LangGraph's EncryptedSerializer, and no unpickling by default."""
+rest with LangGraph's EncryptedSerializer, no unpickling by default, and what a forged msgpack
+value under the prefix makes a reader do with each serializer setting (the README's threat
+model)."""
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import ormsgpack
 import pytest
 import redis
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG, JsonPlusSerializer
 
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
@@ -136,6 +144,17 @@ def test_rediss_with_a_self_signed_certificate(tmp_path: Path) -> None:
         process.wait()
 
 
+def stored_bytes(client: redis.Redis, key: str) -> bytes:
+    """A string's value, or a hash's fields and values, run together."""
+    if client.type(key) == b"string":
+        value = client.get(key)
+        return value if isinstance(value, bytes) else b""
+    if client.type(key) == b"hash":
+        pairs = client.hgetall(key).items()
+        return b"".join(f + v for f, v in pairs if isinstance(f, bytes) and isinstance(v, bytes))
+    return b""
+
+
 def test_encrypted_serializer_round_trips_and_nothing_is_stored_in_clear(
     server_url: str, prefix: str, client: redis.Redis
 ) -> None:
@@ -145,18 +164,12 @@ def test_encrypted_serializer_round_trips_and_nothing_is_stored_in_clear(
         turn(graph, "t", "very private words")
         state = graph.get_state({"configurable": {"thread_id": "t"}})
     assert state.values == {"profile": "likes tea", "messages": ["very private words", "bot 1"]}
-    stored = b"".join(
-        client.get(k)
-        if client.type(k) == b"string"
-        else b"".join(b"".join(kv) for kv in client.hgetall(k).items())
-        for k in keys_of(client, f"{prefix}:*")
-        if client.type(k) in (b"string", b"hash")
-    )
+    stored = b"".join(stored_bytes(client, k) for k in keys_of(client, f"{prefix}:*"))
     assert b"very private words" not in stored and b"likes tea" not in stored
     assert b"msgpack+aes" in stored
     with (
         RedisSaver(server_url, prefix=prefix) as without_key,
-        pytest.raises(Exception, match="aes"),
+        pytest.raises(NotImplementedError, match=r"^Unknown serialization type: msgpack\+aes$"),
     ):
         without_key.get_tuple(cfg("t"))
 
@@ -176,3 +189,214 @@ def test_nothing_is_unpickled_by_default(
     with pytest.raises(NotImplementedError, match="Unknown serialization type: pickle"):
         saver.get_tuple(cfg("t"))
     assert "unpickled!" not in capsys.readouterr().out
+
+
+# --- forged msgpack values -------------------------------------------------------------------
+# LangGraph's JsonPlusSerializer stores objects as msgpack ext records naming a module, a callable
+# and its arguments, and calls that callable on load. Whoever can write a key under the prefix
+# can therefore plant a record naming any importable callable; these tests pin down which
+# settings stop the call. `record` stands in for os.system: harmless, but observable.
+
+KEY = b"0123456789abcdef0123456789abcdef"
+CALLS: list[object] = []
+DEFAULT_IS_STRICT = _msgpack.STRICT_MSGPACK_ENABLED  # read once, when langgraph is imported
+needs_default_serializer = pytest.mark.skipif(
+    DEFAULT_IS_STRICT, reason="LANGGRAPH_STRICT_MSGPACK is set: the default is not permissive"
+)
+
+
+def record(argument: object) -> str:
+    """What the forged records name: a visible side effect."""
+    CALLS.append(argument)
+    return "ran"
+
+
+@pytest.fixture
+def calls() -> list[object]:
+    CALLS.clear()
+    return CALLS
+
+
+def forged_ext(module: str, name: str, argument: object) -> ormsgpack.Ext:
+    """The record JsonPlusSerializer writes for an object built as module.name(argument)."""
+    return ormsgpack.Ext(EXT_CONSTRUCTOR_SINGLE_ARG, ormsgpack.packb([module, name, argument]))
+
+
+def forged_value(module: str = __name__, name: str = "record") -> bytes:
+    """A stored channel value in the saver's format, b"<type>\\0<bytes>", that calls
+    module.name("pwned") when loaded."""
+    return b"msgpack\0" + ormsgpack.packb(forged_ext(module, name, "pwned"))
+
+
+def blob_key(saver: RedisSaver, thread: str, value: str = "fine") -> str:
+    """Saves a checkpoint of `thread` with one channel "v"; returns the key of v's value."""
+    version = saver.get_next_version(None, None)
+    saver.put(cfg(thread), make_checkpoint({"v": value}, {"v": version}), {}, {"v": version})
+    keys = KeySchema(saver.prefix)
+    return keys.blob(keys.tag(thread), "", "v", version)
+
+
+@needs_default_serializer
+@pytest.mark.parametrize("where", ["channel value", "checkpoint record"])
+def test_threat_default_serializer_calls_the_callable_a_forged_value_names(
+    saver: RedisSaver, client: redis.Redis, calls: list[object], where: str
+) -> None:
+    # This is LangGraph's behaviour, not ours: it is why the README's threat model says that
+    # write access under the prefix is code execution in every reader.
+    key = blob_key(saver, "t")
+    if where == "channel value":
+        client.set(key, forged_value())
+    else:
+        saved = saver.get_tuple(cfg("t"))
+        assert saved is not None
+        keys = KeySchema(saver.prefix)
+        checkpoint_key = keys.checkpoint(keys.tag("t"), "", saved.checkpoint["id"])
+        stored = client.hget(checkpoint_key, "ck")
+        assert isinstance(stored, bytes) and stored.startswith(b"msgpack\0")
+        checkpoint = ormsgpack.unpackb(stored.removeprefix(b"msgpack\0"))
+        checkpoint["forged"] = forged_ext(__name__, "record", "pwned")
+        client.hset(checkpoint_key, "ck", b"msgpack\0" + ormsgpack.packb(checkpoint))
+    assert calls == []
+    loaded = saver.get_tuple(cfg("t"))
+    assert calls == ["pwned"]
+    assert loaded is not None
+    if where == "channel value":
+        assert loaded.checkpoint["channel_values"] == {"v": "ran"}
+    else:
+        assert loaded.checkpoint["forged"] == "ran"  # type: ignore[typeddict-item]
+
+
+@needs_default_serializer
+def test_an_allowlist_on_the_default_serializer_restricts_nothing(saver: RedisSaver) -> None:
+    # with_allowlist only narrows a strict serializer: on the permissive default it is a no-op
+    assert saver.with_allowlist([("datetime", "datetime")]) is saver
+
+
+# Run in a fresh interpreter: LANGGRAPH_STRICT_MSGPACK is read when langgraph is imported, and
+# the default serializers are built then. `record` lives in __main__ there.
+READER = """
+import json, os, sys
+CALLS = []
+def record(argument):
+    CALLS.append(argument)
+    return "ran"
+from langgraph.checkpoint.rediskv import RedisSaver
+if sys.argv[3] == "late":
+    os.environ["LANGGRAPH_STRICT_MSGPACK"] = "true"  # after the import: too late
+with RedisSaver(sys.argv[1], prefix=sys.argv[2]) as saver:
+    loaded = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+print(json.dumps({"calls": CALLS, "v": loaded.checkpoint["channel_values"]["v"]}))
+"""
+
+
+def read_in_subprocess(url: str, prefix: str, strict: str | None, when: str) -> object:
+    env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_STRICT_MSGPACK"}
+    if strict is not None:
+        env["LANGGRAPH_STRICT_MSGPACK"] = strict
+    done = subprocess.run(
+        [sys.executable, "-c", READER, url, prefix, when],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_strict_msgpack_stops_the_call_only_when_set_before_import(
+    saver: RedisSaver, client: redis.Redis, server_url: str
+) -> None:
+    client.set(blob_key(saver, "t"), forged_value(module="__main__"))
+    # the control: the same reader without the variable runs the callable
+    ran = {"calls": ["pwned"], "v": "ran"}
+    assert read_in_subprocess(server_url, saver.prefix, None, "early") == ran
+    assert read_in_subprocess(server_url, saver.prefix, None, "late") == ran
+    # strict: the record is not called; LangGraph loads its argument in place of the object
+    assert read_in_subprocess(server_url, saver.prefix, "true", "early") == {
+        "calls": [],
+        "v": "pwned",
+    }
+
+
+@pytest.mark.parametrize(
+    "allowed", [None, [("datetime", "datetime")]], ids=["safe types only", "explicit allowlist"]
+)
+def test_a_strict_serializer_does_not_call_a_forged_record(
+    server_url: str,
+    prefix: str,
+    client: redis.Redis,
+    calls: list[object],
+    allowed: list[tuple[str, str]] | None,
+) -> None:
+    serde = JsonPlusSerializer(allowed_msgpack_modules=allowed)
+    with RedisSaver(server_url, prefix=prefix, serde=serde) as strict:
+        client.set(blob_key(strict, "t"), forged_value())
+        loaded = strict.get_tuple(cfg("t"))
+        assert loaded is not None and loaded.checkpoint["channel_values"] == {"v": "pwned"}
+        assert calls == []
+        # an allowlist entry is trusted code: listing the callable lets the record run again
+        trusting = strict.with_allowlist([(__name__, "record")])
+        loaded = trusting.get_tuple(cfg("t"))
+        assert loaded is not None and loaded.checkpoint["channel_values"] == {"v": "ran"}
+        assert calls == ["pwned"]
+
+
+def test_encrypted_serializer_refuses_tampered_and_forged_ciphertexts(
+    server_url: str, prefix: str, client: redis.Redis, calls: list[object]
+) -> None:
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=KEY)
+    with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
+        key = blob_key(saver, "t")
+        stored = client.get(key)
+        assert isinstance(stored, bytes) and stored.startswith(b"msgpack+aes\0")
+        # AES-EAX: nonce (16 bytes) + tag (16 bytes) + ciphertext; flip the last byte
+        client.set(key, stored[:-1] + bytes([stored[-1] ^ 1]))
+        with pytest.raises(ValueError, match=r"^MAC check failed$"):
+            saver.get_tuple(cfg("t"))
+        # without the key, a forger cannot make a tag: a planted payload is refused
+        payload = ormsgpack.packb(forged_ext(__name__, "record", "pwned"))
+        client.set(key, b"msgpack+aes\0" + bytes(32) + payload)
+        with pytest.raises(ValueError, match=r"^MAC check failed$"):
+            saver.get_tuple(cfg("t"))
+    assert calls == []
+
+
+@needs_default_serializer
+def test_threat_encrypted_serializer_still_loads_an_unencrypted_forged_value(
+    server_url: str, prefix: str, client: redis.Redis, calls: list[object]
+) -> None:
+    # EncryptedSerializer hands a value whose type has no "+<cipher>" to its inner serializer
+    # unverified (for data written before encryption was turned on): encryption alone does not
+    # stop a forged record.
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=KEY)
+    with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
+        client.set(blob_key(saver, "t"), forged_value())
+        loaded = saver.get_tuple(cfg("t"))
+    assert loaded is not None and loaded.checkpoint["channel_values"] == {"v": "ran"}
+    assert calls == ["pwned"]
+
+
+def test_encrypted_serializer_with_a_strict_inner_serializer_does_not_call_it(
+    server_url: str, prefix: str, client: redis.Redis, calls: list[object]
+) -> None:
+    strict = JsonPlusSerializer(allowed_msgpack_modules=None)
+    serde = EncryptedSerializer.from_pycryptodome_aes(strict, key=KEY)
+    with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
+        client.set(blob_key(saver, "t"), forged_value())
+        loaded = saver.get_tuple(cfg("t"))
+    # not called, but still loaded: a writer can plant plain data even so
+    assert loaded is not None and loaded.checkpoint["channel_values"] == {"v": "pwned"}
+    assert calls == []
+
+
+def test_encrypted_values_are_not_bound_to_their_key(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # no associated data: the tag proves who wrote a value, not where; a writer can move or
+    # replay a valid ciphertext
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=KEY)
+    with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
+        secret, other = blob_key(saver, "a", "a's value"), blob_key(saver, "b")
+        stored = client.get(secret)
+        assert isinstance(stored, bytes)
+        client.set(other, stored)
+        loaded = saver.get_tuple(cfg("b"))
+    assert loaded is not None and loaded.checkpoint["channel_values"] == {"v": "a's value"}
