@@ -18,8 +18,8 @@
   ARGV[6]  budget: at most this many ancestors are visited (LangGraph snapshots every delta
            channel at least every 5,000 supersteps, so a budget of 10,000 is never reached
            by the threads it writes; the budget only bounds how long the server is busy)
-  ARGV[7]  the saver's default ttl in seconds (0: none); the thread's own setting wins. With
-           a ttl, every key the walk reads gets a fresh expiry, refresh_on_read or not: the
+  ARGV[7]  the saver's default ttl in seconds (0: none); the thread's own setting wins. Every
+           key the walk reads gets a fresh expiry (none with ttl 0), refresh_on_read or not: the
            chain is part of the state of the checkpoints after it, and put_checkpoint.lua
            refreshes only the keys of the checkpoint it writes, so without this a chain older
            than the ttl would expire under a thread that is still in use
@@ -40,6 +40,8 @@
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]
 local budget, ttl = tonumber(ARGV[6]), tonumber(ARGV[7])
+-- a thread exists while its root does (a delete hides it at once by moving the root away)
+if redis.call("EXISTS", K.thread) == 0 then return { false } end
 ttl = thread_ttl(K, ttl)
 
 local position, by_enc, count = {}, {}, 0  -- open channels: raw name -> position in ARGV[8..]
@@ -98,15 +100,15 @@ while cursor and count > 0 and not seen[cursor] do
         seeds[#seeds + 1] = value
         position[name] = nil
         count = count - 1
-        expire(key, ttl)
+        keep_alive(key, ttl, false)
       end
     end
   end
 
-  if ttl > 0 then
-    expire(cp, ttl)
-    if #all > 0 then expire(wkey, ttl) end
-  end
+  -- extended, never shortened (with ttl 0: made persistent): the chain must live as long as
+  -- the checkpoints that are rebuilt from it, whichever saver wrote them
+  keep_alive(cp, ttl, false)
+  if #all > 0 then keep_alive(wkey, ttl, false) end
   if #writes > 0 or #seeds > 0 then reply[#reply + 1] = { writes, seeds } end
   cursor = fields[1]
 end

@@ -10,7 +10,8 @@
   ARGV[5]  refresh on read: the saver's default ttl in seconds (the thread's own setting
            wins), or -1 to leave expiries alone
 
-  Reply: nil when there is no such checkpoint, else
+  Reply: nil when there is no such checkpoint (or it is incomplete, or its thread's root
+  P:th:{T} is gone), else
     { ns, id, checkpoint, metadata, parent id | nil, {ref, value, ...}, {field, record, ...} }
 ]]
 -- @include keyschema
@@ -18,19 +19,23 @@
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]
+-- a thread exists while its root does: a delete hides it at once by moving the root away
+if redis.call("EXISTS", K.thread) == 0 then return nil end
 local ttl = tonumber(ARGV[5])
 if ttl >= 0 then ttl = thread_ttl(K, ttl) else ttl = 0 end
 if id == "" then
   local latest = redis.call("ZREVRANGE", KEYS[1], 0, 0)
   if #latest == 0 then return nil end
   id = latest[1]
+elseif not redis.call("ZSCORE", KEYS[1], id) then
+  return nil  -- not (or no longer) in the index: deleted, or pruned in steps
 end
 local record = load_checkpoint(K, ns, id, ttl)
 if record and ttl > 0 then
-  redis.call("EXPIRE", KEYS[1], ttl)
-  redis.call("EXPIRE", K.thread, ttl)
+  keep_alive(KEYS[1], ttl, false)
+  keep_alive(K.thread, ttl, false)
   if redis.call("EXISTS", K.writes_index(ns)) == 1 then
-    redis.call("EXPIRE", K.writes_index(ns), ttl)
+    keep_alive(K.writes_index(ns), ttl, false)
   end
 end
 return record

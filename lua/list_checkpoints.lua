@@ -2,7 +2,7 @@
 --[[
   list_checkpoints: one page of a thread's checkpoints, newest first, filtered on the server.
 
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}
   ARGV[3]  "1" to search every namespace of the thread, "0" for the one in ARGV[4]
@@ -10,14 +10,17 @@
   ARGV[5]  only this checkpoint id (raw), "" for any
   ARGV[6]  before: only ids lexically below this one (raw), "" for no bound
   ARGV[7]  page size: at most this many checkpoints are returned
-  ARGV[8]  scan budget: at most this many ids are examined per namespace, so that a selective
-           filter over a long history never blocks the server for long
+  ARGV[8]  scan budget: at most this many ids are examined in all, so that a selective filter
+           over a long history never blocks the server for long
   ARGV[9]  f, the number of metadata filter pairs, then f pairs: field "m:<key>", canonical JSON
 
   Reply: { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
-  The cursor is the `before` to pass for the next page; nil means there is nothing more.
-  Index entries whose checkpoint has expired are removed on the way; incomplete checkpoints
-  (a blob expired) are skipped.
+  The cursor is the `before` to pass for the next page: every id above it has been examined;
+  nil means there is nothing more. The namespaces are merged newest first (a heap of their
+  next ids), so the cursor is exact however many namespaces the thread has, and each call
+  examines at most the budget plus one id per namespace. Index entries whose checkpoint has
+  expired are removed on the way; incomplete checkpoints (a blob expired) are skipped, and
+  they count against the budget, never against the page.
 ]]
 -- @include keyschema
 -- @include records
@@ -26,6 +29,8 @@ local K = keyspace(ARGV[1], ARGV[2])
 local only_id, before = ARGV[5], ARGV[6]
 local page, budget = tonumber(ARGV[7]), tonumber(ARGV[8])
 local nfilter = tonumber(ARGV[9])
+-- a thread exists while its root does: a delete hides it at once by moving the root away
+if redis.call("EXISTS", KEYS[1]) == 0 then return { false } end
 
 local namespaces
 if ARGV[3] == "1" then
@@ -34,67 +39,95 @@ else
   namespaces = { ARGV[4] }
 end
 
-local found = {}   -- { id, ns } of matching checkpoints, at most `page` per namespace
-local bound = nil  -- highest id where a namespace stopped early: below it we know nothing
-for _, ns in ipairs(namespaces) do
-  local index = K.index(ns)
-  local upper = (before ~= "") and ("(" .. before) or "+"
-  local taken, scanned, exhausted, last = 0, 0, false, nil
-  if only_id ~= "" then
-    exhausted = true
-    local inside = before == "" or only_id < before
-    if inside and redis.call("ZSCORE", index, only_id)
-        and matches_filter(K.checkpoint(ns, only_id), 10, nfilter) then
-      found[#found + 1] = { only_id, ns }
-    end
+-- A checkpoint that may be listed: still stored, matching the filter, and complete.
+local function listable(ns, id)
+  local cp = K.checkpoint(ns, id)
+  if redis.call("EXISTS", cp) == 0 then
+    redis.call("ZREM", K.index(ns), id)  -- the checkpoint expired: drop its dangling entry
+    return false
   end
-  while not exhausted and taken < page and scanned < budget do
-    local want = (nfilter > 0) and 128 or (page - taken)
-    if want > budget - scanned then want = budget - scanned end
-    local ids = redis.call("ZREVRANGEBYLEX", index, upper, "-", "LIMIT", 0, want)
-    for _, id in ipairs(ids) do
-      scanned = scanned + 1
-      last = id
-      local cp = K.checkpoint(ns, id)
-      if redis.call("EXISTS", cp) == 0 then
-        redis.call("ZREM", index, id)  -- the checkpoint expired: drop its dangling entry
-      elseif matches_filter(cp, 10, nfilter) then
-        taken = taken + 1
-        found[#found + 1] = { id, ns }
-        if taken >= page then break end
-      end
-    end
-    if #ids < want then exhausted = true end
-    if last then upper = "(" .. last end
-  end
-  if not exhausted and last and (bound == nil or last > bound) then
-    bound = last
-  end
+  return matches_filter(cp, 10, nfilter) and is_complete(K, ns, cp)
 end
-
-table.sort(found, function(a, b)
-  if a[1] ~= b[1] then return a[1] > b[1] end
-  return a[2] < b[2]
-end)
 
 local reply = { false }
-local count = 0
-for _, hit in ipairs(found) do
-  if count >= page or (bound and hit[1] < bound) then break end
-  local record = load_checkpoint(K, hit[2], hit[1], 0)
-  if record then
-    reply[#reply + 1] = record
-    count = count + 1
+if only_id ~= "" then
+  if before == "" or only_id < before then
+    for _, ns in ipairs(namespaces) do
+      if #reply > page then break end
+      if redis.call("ZSCORE", K.index(ns), only_id) and listable(ns, only_id) then
+        reply[#reply + 1] = load_checkpoint(K, ns, only_id, 0)
+      end
+    end
+  end
+  return reply
+end
+
+-- Each namespace streams its ids newest first from a buffer refilled from its index.
+local fetch = (nfilter > 0) and 128 or math.min(page, 128)
+local streams = {}
+local function refill(s, n)
+  s.ids = redis.call("ZREVRANGEBYLEX", K.index(s.ns), s.upper, "-", "LIMIT", 0, n)
+  s.pos = 1
+  s.last_batch = #s.ids < n
+  if #s.ids > 0 then s.upper = "(" .. s.ids[#s.ids] end
+end
+
+-- a binary max-heap of streams, keyed by their current id
+local heap = {}
+local function above(a, b) return heap[a].ids[heap[a].pos] > heap[b].ids[heap[b].pos] end
+local function push(s)
+  heap[#heap + 1] = s
+  local i = #heap
+  while i > 1 and above(i, math.floor(i / 2)) do
+    local p = math.floor(i / 2)
+    heap[i], heap[p] = heap[p], heap[i]
+    i = p
   end
 end
+local function pop()
+  local top = heap[1]
+  heap[1] = heap[#heap]
+  heap[#heap] = nil
+  local i = 1
+  while true do
+    local l, r, best = 2 * i, 2 * i + 1, i
+    if l <= #heap and above(l, best) then best = l end
+    if r <= #heap and above(r, best) then best = r end
+    if best == i then break end
+    heap[i], heap[best] = heap[best], heap[i]
+    i = best
+  end
+  return top
+end
+
+local upper = (before ~= "") and ("(" .. before) or "+"
+local first_fetch = (#namespaces > 16) and 1 or fetch  -- many namespaces: heads first
 for _, ns in ipairs(namespaces) do
-  if redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
+  local s = { ns = ns, upper = upper }
+  refill(s, first_fetch)
+  if #s.ids > 0 then
+    push(s)
+  elseif before == "" and redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
     redis.call("SREM", KEYS[1], ns)  -- everything of this namespace has expired
   end
 end
-if count >= page then
-  reply[1] = reply[#reply][2]
-elseif bound then
-  reply[1] = bound
+
+local taken, examined, last = 0, 0, nil
+while #heap > 0 and taken < page and examined < budget do
+  local s = pop()
+  local id = s.ids[s.pos]
+  examined = examined + 1
+  last = id
+  if listable(s.ns, id) then
+    local record = load_checkpoint(K, s.ns, id, 0)
+    if record then
+      reply[#reply + 1] = record
+      taken = taken + 1
+    end
+  end
+  s.pos = s.pos + 1
+  if s.pos > #s.ids and not s.last_batch then refill(s, fetch) end
+  if s.pos <= #s.ids then push(s) end
 end
+if #heap > 0 and last then reply[1] = last end
 return reply

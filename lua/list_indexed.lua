@@ -9,17 +9,22 @@
   ARGV[1]  prefix P
   ARGV[2]  before: only members lexically below this (a checkpoint id or a member; "" for none)
   ARGV[3]  page size   ARGV[4]  scan budget: at most this many members examined
-  ARGV[5]  f, the number of filter pairs, then f pairs: field "m:<key>", canonical JSON
+  ARGV[5]  the indexed metadata key (encoded): its entry in the registry P:mk must be "ready"
+  ARGV[6]  f, the number of filter pairs, then f pairs: field "m:<key>", canonical JSON
 
-  Reply: { cursor | nil, tag, record, tag, record, ... } with records laid out as in
-  get_tuple. The cursor is the `before` of the next page; nil means there is nothing more.
-  Members whose checkpoint is gone (deleted or expired) are removed on the way.
+  Reply: "BUILDING" when the index is not known to be complete (the key was registered on a
+  store that had checkpoints, and no reindex has finished): the client scans instead. Else
+  { cursor | nil, tag, record, tag, record, ... } with records laid out as in get_tuple. The
+  cursor is the `before` of the next page (every member above it has been examined); nil
+  means there is nothing more. Members whose checkpoint is gone (deleted or expired, or its
+  thread deleted) are removed on the way; incomplete checkpoints are skipped.
 ]]
 -- @include keyschema
 -- @include records
 
 local prefix, before = ARGV[1], ARGV[2]
-local page, budget, nfilter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local page, budget, nfilter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
+if redis.call("HGET", prefix .. ":mk", ARGV[5]) ~= "ready" then return "BUILDING" end
 local upper = (before ~= "") and ("(" .. before) or "+"
 local reply = { false }
 local taken, scanned = 0, 0
@@ -34,7 +39,7 @@ while taken < page and scanned < budget do
     local cp = K.checkpoint(ns, id)
     if redis.call("EXISTS", cp) == 0 then
       redis.call("ZREM", KEYS[1], member)
-    elseif matches_filter(cp, 6, nfilter) then
+    elseif redis.call("EXISTS", K.thread) == 1 and matches_filter(cp, 7, nfilter) then
       local record = load_checkpoint(K, ns, id, 0)
       if record then
         reply[#reply + 1] = tag
@@ -44,9 +49,8 @@ while taken < page and scanned < budget do
       end
     end
   end
-  if #members < want then
-    return reply  -- the index is exhausted
-  end
+  -- exhausted only when a short batch was examined to its end (not cut off by a full page)
+  if #members < want and taken < page then return reply end
 end
 reply[1] = string.sub(upper, 2)
 return reply

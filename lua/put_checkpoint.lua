@@ -2,11 +2,9 @@
 --[[
   put_checkpoint: store one checkpoint, its new channel values and every index entry, atomically.
 
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
   KEYS[2]  P:idx:{T}:N      namespace index (ZSET of checkpoint ids)
   KEYS[3]  P:cp:{T}:N:I     the checkpoint hash
-  KEYS[4..] P:mi:<key>:<value>  the global metadata indexes the checkpoint goes into (only on
-           a standalone server: these keys are not in the thread's cluster slot)
 
   ARGV[1]  prefix P                 ARGV[2]  hash tag {T}
   ARGV[3]  namespace N (encoded)    ARGV[4]  checkpoint id (raw)
@@ -16,18 +14,46 @@
   ARGV[8]  blob refs of every channel with a value: "C:V,C:V,..."
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
-  ARGV[11] ix: the "<key>:<value>" suffixes of KEYS[4..], comma-separated ("" for none)
+  ARGV[11] global metadata index: "-" for none (a cluster), else the saver's indexed metadata
+           keys, encoded, comma-separated (maybe ""); the keys registered in P:mk by any saver
+           of the prefix are indexed too, so that a registered index stays complete
   ARGV[12] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
 
-  Reply: 1
+  Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
+  garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
+  that are neither in this call nor stored (expired, or removed by a concurrent prune):
+  nothing was written, and the client sends the call again with those values included.
+
+  Maxmemory: the script is flagged (no allow-oom), so a server over its maxmemory refuses it
+  before it writes anything.
 ]]
 -- @include keyschema
 
 local prefix, tag, ns, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local K = keyspace(prefix, tag)
-local ttl = thread_ttl(K, tonumber(ARGV[10]))
+if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
 local cp = KEYS[3]
+
+-- the new blobs of this call, then a check that every other referenced blob is still there
+local i = 12
+local m = tonumber(ARGV[i])
+local meta_first = i + 1
+i = i + 2 * m + 1
+local nblobs, blob_first = tonumber(ARGV[i]), i + 1
+local new_refs = {}
+for j = 0, nblobs - 1 do new_refs[ARGV[blob_first + 2 * j]] = true end
+local refs = split_refs(ARGV[8])
+local left_of, missing = {}, {}
+for _, ref in ipairs(refs) do
+  if not new_refs[ref] then
+    local left = redis.call("PTTL", K.blob(ns, ref))
+    if left == -2 then missing[#missing + 1] = ref else left_of[ref] = left end
+  end
+end
+if #missing > 0 then return missing end
+
+local ttl = thread_ttl(K, tonumber(ARGV[10]))
 
 -- Re-putting an id replaces it: drop the index entries of the record being replaced.
 local old = redis.call("HMGET", cp, "r", "ix")
@@ -47,61 +73,79 @@ local run = ARGV[9]
 if run ~= "" then
   fields[#fields + 1] = "r"
   fields[#fields + 1] = run
+  local runs_created = redis.call("EXISTS", K.runs) == 0
   redis.call("SADD", K.runs, run)
-  redis.call("SADD", K.run(run), ns .. ":" .. id)
-  expire(K.run(run), ttl)
+  keep_alive(K.runs, ttl, runs_created)
+  local run_key = K.run(run)
+  local run_created = redis.call("EXISTS", run_key) == 0
+  redis.call("SADD", run_key, ns .. ":" .. id)
+  keep_alive(run_key, ttl, run_created)
+else
+  local left = redis.call("PTTL", K.runs)  -- it must outlive the run indexes it lists
+  if left ~= -2 then keep_alive(K.runs, ttl, false, left) end
 end
-if ARGV[11] ~= "" then
-  fields[#fields + 1] = "ix"
-  fields[#fields + 1] = ARGV[11]
-  local member = K.member(ns, id)
-  for k = 4, #KEYS do
-    local created = redis.call("EXISTS", KEYS[k]) == 0
-    redis.call("ZADD", KEYS[k], 0, member)
-    keep_index_key(KEYS[k], ttl, created)
-    -- drop the oldest member when its checkpoint is gone: bounded at a constant cost
-    local oldest = redis.call("ZRANGE", KEYS[k], 0, 0)[1]
-    if oldest ~= member then
-      local old_id, old_tag, old_ns = parse_member(oldest)
-      if redis.call("EXISTS", keyspace(prefix, old_tag).checkpoint(old_ns, old_id)) == 0 then
-        redis.call("ZREM", KEYS[k], oldest)
-      end
+
+-- global metadata indexes: the saver's keys and every registered key the metadata has
+if ARGV[11] ~= "-" then
+  local wanted = {}
+  for _, key in ipairs(split_refs(ARGV[11])) do wanted[key] = true end
+  local registered = redis.call("HKEYS", prefix .. ":mk")
+  for _, key in ipairs(registered) do wanted[key] = true end
+  local suffixes = {}
+  for j = 0, m - 1 do
+    local field, canonical = ARGV[meta_first + 2 * j], ARGV[meta_first + 2 * j + 1]
+    local key = enc(string.sub(field, 3))
+    if wanted[key] and canonical ~= "null" and #canonical <= 256 then
+      suffixes[#suffixes + 1] = key .. ":" .. enc(canonical)
+    end
+  end
+  if #suffixes > 0 then
+    fields[#fields + 1] = "ix"
+    fields[#fields + 1] = table.concat(suffixes, ",")
+    local member = K.member(ns, id)
+    local function gone(other)
+      if other == member then return false end
+      local old_id, old_tag, old_ns = parse_member(other)
+      return redis.call("EXISTS", keyspace(prefix, old_tag).checkpoint(old_ns, old_id)) == 0
+    end
+    for _, suffix in ipairs(suffixes) do
+      local index = K.metadata_index(suffix)
+      local created = redis.call("EXISTS", index) == 0
+      redis.call("ZADD", index, 0, member)
+      keep_alive(index, ttl, created)
+      sweep_index(index, gone, 2)
     end
   end
 end
-local i = 12
-local m = tonumber(ARGV[i])
-for j = 1, 2 * m do fields[#fields + 1] = ARGV[i + j] end
+
+for j = 1, 2 * m do fields[#fields + 1] = ARGV[meta_first - 1 + j] end
 for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand values
   redis.call("HSET", cp, unpack(fields, first, math.min(first + 3999, #fields)))
 end
-i = i + 2 * m + 1
-for j = 1, tonumber(ARGV[i]) do
-  local blob = K.blob(ns, ARGV[i + 2 * j - 1])
-  redis.call("SET", blob, ARGV[i + 2 * j])
+expire(cp, ttl)
+for j = 0, nblobs - 1 do
+  local blob = K.blob(ns, ARGV[blob_first + 2 * j])
+  redis.call("SET", blob, ARGV[blob_first + 2 * j + 1])
   expire(blob, ttl)
 end
+-- Every blob the checkpoint references lives at least as long as it: with a ttl, a channel
+-- that has not changed for longer than the ttl survives while the thread is in use; without
+-- one (a saver with ttl=None, a pinned thread), a blob written under a ttl stops expiring.
+for ref, left in pairs(left_of) do keep_alive(K.blob(ns, ref), ttl, false, left) end
 
+local index_created = redis.call("EXISTS", KEYS[2]) == 0
 redis.call("ZADD", KEYS[2], 0, id)
+keep_alive(KEYS[2], ttl, index_created)
+local root_created = redis.call("EXISTS", KEYS[1]) == 0
 redis.call("SADD", KEYS[1], ns)
+keep_alive(KEYS[1], ttl, root_created)
 
--- Index entries whose keys have expired are dropped a few at a time, oldest first, so the
--- indexes of a long-lived thread stay bounded at a constant cost per put.
-for _, old in ipairs(redis.call("ZRANGE", KEYS[2], 0, 1)) do
-  if old ~= id and redis.call("EXISTS", K.checkpoint(ns, old)) == 0 then
-    redis.call("ZREM", KEYS[2], old)
-  end
-end
+-- Index entries whose keys have expired are dropped a few at a time, so the indexes of a
+-- long-lived thread stay bounded at a constant cost per put.
+sweep_index(KEYS[2], function(other)
+  return other ~= id and redis.call("EXISTS", K.checkpoint(ns, other)) == 0
+end, 3)
 for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, 2)) do
   if redis.call("EXISTS", K.run(old_run_id)) == 0 then redis.call("SREM", K.runs, old_run_id) end
-end
-
-if ttl > 0 then
-  -- Everything the new checkpoint needs gets a fresh expiry: its own keys, the indexes, and
-  -- every blob it references (also those written by earlier checkpoints), so a channel that
-  -- has not changed for longer than the ttl survives as long as the thread stays active.
-  for _, key in ipairs({ cp, KEYS[2], KEYS[1] }) do redis.call("EXPIRE", key, ttl) end
-  for _, ref in ipairs(split_refs(ARGV[8])) do redis.call("EXPIRE", K.blob(ns, ref), ttl) end
-  if redis.call("EXISTS", K.runs) == 1 then redis.call("EXPIRE", K.runs, ttl) end
 end
 return 1

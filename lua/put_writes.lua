@@ -2,7 +2,7 @@
 --[[
   put_writes: store the pending writes of one task against one checkpoint, atomically.
 
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
   KEYS[2]  P:wi:{T}:N       writes index (SET of checkpoint ids that have writes)
   KEYS[3]  P:w:{T}:N:I      the writes hash of the checkpoint
 
@@ -13,14 +13,22 @@
   A record is "<len path>:<len channel>:" .. path .. channel .. "<type>\0<bytes>"
   (lengths in bytes), so a script can read the channel without knowing the serializer.
 
-  Reply: the number of writes stored (first-wins writes that already existed are not counted)
+  Reply: the number of writes stored (first-wins writes that already existed are not
+  counted), or "REAPING" when an earlier delete, prune or copy of the thread left garbage to
+  reap first (nothing written).
+
+  With a ttl, the checkpoint the writes belong to is renewed with them (its hash, its blobs,
+  the indexes): a superstep that runs longer than the ttl must not find the state it started
+  from expired when it stores the next checkpoint.
 ]]
 -- @include keyschema
 
 local K = keyspace(ARGV[1], ARGV[2])
+if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
 local ns, id = ARGV[3], ARGV[4]
 local ttl = thread_ttl(K, tonumber(ARGV[5]))
 local stored = 0
+local writes_created = redis.call("EXISTS", KEYS[3]) == 0
 for i = 6, #ARGV, 3 do
   if ARGV[i + 2] == "u" then
     redis.call("HSET", KEYS[3], ARGV[i], ARGV[i + 1])
@@ -29,15 +37,30 @@ for i = 6, #ARGV, 3 do
     stored = stored + redis.call("HSETNX", KEYS[3], ARGV[i], ARGV[i + 1])
   end
 end
+local index_created = redis.call("EXISTS", KEYS[2]) == 0
 redis.call("SADD", KEYS[2], id)
+local root_created = redis.call("EXISTS", KEYS[1]) == 0
 redis.call("SADD", KEYS[1], ns)
+keep_alive(KEYS[3], ttl, writes_created)
+keep_alive(KEYS[2], ttl, index_created)
+keep_alive(KEYS[1], ttl, root_created)
+if ttl > 0 then
+  local cp = K.checkpoint(ns, id)
+  local bv = redis.call("HGET", cp, "bv")
+  if bv then
+    keep_alive(cp, ttl, false)
+    keep_alive(K.index(ns), ttl, false)
+    for _, ref in ipairs(split_refs(bv)) do
+      local blob = K.blob(ns, ref)
+      local left = redis.call("PTTL", blob)
+      if left ~= -2 then keep_alive(blob, ttl, false, left) end
+    end
+  end
+end
 -- drop writes index entries whose writes have expired, a couple per call (constant cost)
 for _, old in ipairs(redis.call("SRANDMEMBER", KEYS[2], 2)) do
   if old ~= id and redis.call("EXISTS", K.writes(ns, old)) == 0 then
     redis.call("SREM", KEYS[2], old)
   end
-end
-if ttl > 0 then
-  for _, key in ipairs(KEYS) do redis.call("EXPIRE", key, ttl) end
 end
 return stored

@@ -196,6 +196,12 @@ def keys_of(client: redis.Redis, pattern: str) -> list[str]:
     return sorted(k.decode() for k in client.scan_iter(match=pattern, count=1000))
 
 
+def data_keys(client: redis.Redis, prefix: str) -> list[str]:
+    """Every key under the prefix except the registry of indexed metadata keys (``P:mk``), a
+    setting of the prefix that stays when every thread is gone."""
+    return [k for k in keys_of(client, f"{prefix}:*") if k != f"{prefix}:mk"]
+
+
 @pytest.fixture(scope="session")
 def own_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server that only this test session uses, for tests that act on the whole server

@@ -13,7 +13,7 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .conftest import keys_of
+from .conftest import data_keys, keys_of
 
 
 def cfg(thread_id: str, ns: str = "", checkpoint_id: str | None = None, **extra: Any) -> Any:
@@ -282,7 +282,7 @@ def test_delete_for_runs_keeps_blobs_that_survivors_use(
     assert tup is not None and tup.checkpoint["channel_values"] == {"shared": "S"}
     assert listed_ids(saver, cfg("t")) == [second["id"]]
     saver.delete_for_runs(["new"])
-    assert keys_of(client, f"{saver.prefix}:*") == []
+    assert data_keys(client, saver.prefix) == []
 
 
 def test_prune_keep_latest_leaves_exactly_the_latest(
@@ -297,7 +297,7 @@ def test_prune_keep_latest_leaves_exactly_the_latest(
     tup = saver.get_tuple(cfg("t"))
     assert tup is not None
     version = tup.checkpoint["channel_versions"]["n"]
-    assert keys_of(client, f"{saver.prefix}:*") == sorted(
+    assert data_keys(client, saver.prefix) == sorted(
         [
             keys.thread(tag),
             keys.index(tag, ""),
@@ -315,7 +315,7 @@ def test_prune_keep_latest_leaves_exactly_the_latest(
     assert tup.checkpoint["channel_values"] == {"n": 3}
     assert tup.pending_writes == [("new-task", "n", 9)]
     saver.prune(["t"], strategy="delete_all")
-    assert keys_of(client, f"{saver.prefix}:*") == []
+    assert data_keys(client, saver.prefix) == []
 
 
 @pytest.mark.parametrize("strategy", ["keep_latest", "delete_all"])

@@ -788,7 +788,7 @@ async def test_delete_thread_removes_every_key_of_the_thread(
     assert kinds >= {"th", "idx", "cp", "w", "wi", "blob", "runs", "run"}
     assert not set(victim_keys) & set(survivor_keys)
     assert sorted(victim_keys + survivor_keys) == [
-        k for k in keys_of(client, f"{driver.prefix}:*") if not keys.is_metadata_index(k)
+        k for k in keys_of(client, f"{driver.prefix}:*") if not keys.is_global(k)
     ]
     survivor_content = snapshot(client, keys.thread_keys_pattern("user:10"))
 
@@ -796,7 +796,7 @@ async def test_delete_thread_removes_every_key_of_the_thread(
 
     assert keys_of(client, keys.thread_keys_pattern("user:1")) == []
     left = keys_of(client, f"{driver.prefix}:*")
-    assert [k for k in left if not keys.is_metadata_index(k)] == survivor_keys
+    assert [k for k in left if not keys.is_global(k)] == survivor_keys
     # what is left of the global metadata indexes points at the surviving thread only
     members = {m for k in left if keys.is_metadata_index(k) for m in client.zrange(k, 0, -1)}
     assert bool(members) == bool(driver.saver.indexed_metadata)  # no global index on a cluster

@@ -15,6 +15,9 @@ local function keyspace(prefix, tag)
   K.thread = prefix .. ":th:" .. tag
   K.runs = prefix .. ":runs:" .. tag
   K.ttl = prefix .. ":ttl:" .. tag
+  -- garbage of an operation done in steps (delete, prune, copy) still to be reaped: while it
+  -- exists, writers wait (they reply "REAPING" and the client reaps first)
+  K.gc = prefix .. ":gc:" .. tag
   function K.index(ns) return prefix .. ":idx:" .. tag .. ":" .. ns end
   function K.writes_index(ns) return prefix .. ":wi:" .. tag .. ":" .. ns end
   function K.checkpoint(ns, id) return prefix .. ":cp:" .. tag .. ":" .. ns .. ":" .. enc(id) end
@@ -55,15 +58,28 @@ local function expire(key, ttl)
   if ttl > 0 then redis.call("EXPIRE", key, ttl) end
 end
 
--- Keep a metadata index key alive at least as long as a checkpoint in it (ttl 0: forever).
-local function keep_index_key(key, ttl, created)
+-- Keep a key alive at least as long as what was just written into it, or what depends on it
+-- (ttl 0: forever). Expiries only ever grow here: an index, a blob or a metadata index may be
+-- shared with checkpoints written under a longer ttl, or none (a saver without ttl, a pinned
+-- thread), and must outlive them. `left` is the key's PTTL when the caller has it.
+local function keep_alive(key, ttl, created, left)
   if ttl == 0 then
-    redis.call("PERSIST", key)
+    if created or left ~= -1 then redis.call("PERSIST", key) end
   elseif created then
     redis.call("EXPIRE", key, ttl)
   else
-    local left = redis.call("PTTL", key)
+    left = left or redis.call("PTTL", key)
     if left >= 0 and left < ttl * 1000 then redis.call("EXPIRE", key, ttl) end
+  end
+end
+local keep_index_key = keep_alive
+
+-- Drop a few members of a sorted-set index whose checkpoint is gone, chosen at random, so that
+-- live members at the front (a pinned thread, a kept delta ancestor) never stop the cleanup:
+-- each put samples more members than it adds, so dead members stay a bounded share.
+local function sweep_index(key, is_dead, samples)
+  for _, member in ipairs(redis.call("ZRANDMEMBER", key, samples)) do
+    if is_dead(member) then redis.call("ZREM", key, member) end
   end
 end
 

@@ -4,10 +4,11 @@
 --   { ns, id, checkpoint, metadata, parent id | false, {ref, value, ...}, {field, record, ...} }
 -- A checkpoint comes back complete or not at all: nil when its hash is gone (expired or
 -- deleted) or when one of the blobs it references is. With ttl > 0 every key read gets a
--- fresh expiry (refresh_on_read).
+-- fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index and
+-- the global metadata indexes it is in (extended only: they are shared).
 local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
-  local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv")
+  local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv", "r", "ix")
   if not fields[1] then return nil end
   local refs = split_refs(fields[4])
   local blobs = {}
@@ -28,26 +29,50 @@ local function load_checkpoint(K, ns, id, ttl)
   local wkey = K.writes(ns, id)
   local writes = redis.call("HGETALL", wkey)
   if ttl > 0 then
-    expire(cp, ttl)
-    for i = 1, #blobs, 2 do expire(K.blob(ns, blobs[i]), ttl) end
-    if #writes > 0 then expire(wkey, ttl) end
+    keep_alive(cp, ttl, false)
+    for i = 1, #blobs, 2 do keep_alive(K.blob(ns, blobs[i]), ttl, false) end
+    if #writes > 0 then keep_alive(wkey, ttl, false) end
+    if fields[5] then
+      keep_alive(K.run(fields[5]), ttl, false)
+      keep_alive(K.runs, ttl, false)
+    end
+    for _, suffix in ipairs(split_refs(fields[6])) do
+      local index = K.metadata_index(suffix)
+      local left = redis.call("PTTL", index)
+      if left ~= -2 then keep_alive(index, ttl, false, left) end
+    end
   end
   return { ns, id, fields[1], fields[2], fields[3] or false, blobs, writes }
+end
+
+-- True when every blob the checkpoint references is stored (it would load complete).
+local function is_complete(K, ns, cp)
+  local refs = split_refs(redis.call("HGET", cp, "bv"))
+  if #refs == 0 then return true end
+  local keys = {}
+  for j, ref in ipairs(refs) do keys[j] = K.blob(ns, ref) end
+  local found = 0
+  for first = 1, #keys, 4000 do
+    found = found + redis.call("EXISTS", unpack(keys, first, math.min(first + 3999, #keys)))
+  end
+  return found == #keys
 end
 
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in ARGV
 -- from position `first` on, `count` pairs long. A missing key matches only JSON null.
 local function matches_filter(cp, first, count)
-  if count == 0 then return true end
-  local fields = {}
-  for j = 0, count - 1 do fields[#fields + 1] = ARGV[first + 2 * j] end
-  local values = redis.call("HMGET", cp, unpack(fields))
-  for j = 0, count - 1 do
-    local want, have = ARGV[first + 2 * j + 1], values[j + 1]
-    if have then
-      if have ~= want then return false end
-    elseif want ~= "null" then
-      return false
+  for start = 0, count - 1, 1000 do  -- HMGET in chunks: unpack() takes a few thousand values
+    local last = math.min(start + 999, count - 1)
+    local fields = {}
+    for j = start, last do fields[#fields + 1] = ARGV[first + 2 * j] end
+    local values = redis.call("HMGET", cp, unpack(fields))
+    for j = start, last do
+      local want, have = ARGV[first + 2 * j + 1], values[j - start + 1]
+      if have then
+        if have ~= want then return false end
+      elseif want ~= "null" then
+        return false
+      end
     end
   end
   return true

@@ -3,7 +3,7 @@
 from .aio import AsyncRedisSaver
 from .base import RedisUnavailableError
 from .check import Problem
-from .core import SerializationError, ValueTooLargeError
+from .core import SerializationError, ServerFullError, ValueTooLargeError
 from .sync import RedisSaver
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "RedisSaver",
     "RedisUnavailableError",
     "SerializationError",
+    "ServerFullError",
     "ValueTooLargeError",
 ]

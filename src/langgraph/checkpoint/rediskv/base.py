@@ -87,7 +87,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
     def _on_cluster(self) -> None:
         """A cluster spreads threads over nodes: a global index cannot be updated in the same
         script as a thread's keys, so there is none, and list(None) scans the threads."""
-        self._core = replace(self._core, indexed=())
+        self._core = replace(self._core, indexed=(), global_index=False)
 
     @property
     def indexed_metadata(self) -> tuple[str, ...]:

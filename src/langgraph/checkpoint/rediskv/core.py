@@ -9,6 +9,7 @@ client, standalone or cluster; nothing here knows which.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import json
 import math
@@ -29,6 +30,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis.exceptions import OutOfMemoryError
 
 from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
 from .settings import TTLSettings
@@ -49,6 +51,8 @@ _UNSELECTIVE = frozenset({"source", "step"})
 # SCAN COUNT hint, and how many per-thread script calls go into one pipeline.
 SCAN_COUNT = 1000
 BATCH_SIZE = 500
+# A put retried after "REAPING" or missing blobs: each retry makes progress, so a few suffice.
+_PUT_ATTEMPTS = 5
 
 PRUNE_STRATEGIES = {
     "keep_latest": "prune",
@@ -97,8 +101,20 @@ class ValueTooLargeError(ValueError):
     written."""
 
 
+class ServerFullError(OutOfMemoryError):
+    """The server is over its ``maxmemory`` and refused a write; nothing was written."""
+
+
 def explain_response_error(request: Request, exc: Exception) -> Exception:
     """A clearer error for a server reply that the caller's input caused, else ``exc``."""
+    if isinstance(exc, OutOfMemoryError) or str(exc).startswith("OOM"):
+        calls = request.calls if isinstance(request, Batch) else [request]
+        names = sorted({c.name for c in calls if isinstance(c, ScriptCall)})
+        return ServerFullError(
+            f"the Redis server is over its maxmemory and refused {', '.join(names)}; nothing "
+            "was written. Free memory (delete or prune threads, use a ttl) or raise maxmemory "
+            f"({exc})"
+        )
     if "bulk length" not in str(exc):
         return exc
     calls = request.calls if isinstance(request, Batch) else [request]
@@ -157,6 +173,10 @@ class SaverCore:
     ttl: TTLSettings | None = None
     # metadata keys with a global index (empty on a cluster, where it cannot be kept atomic)
     indexed: tuple[str, ...] = ()
+    # False on a cluster: no global metadata index at all
+    global_index: bool = True
+    # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
+    registered: list[bool] = dataclasses.field(default_factory=list)
 
     def with_serde(self, serde: SerializerProtocol) -> SaverCore:
         return replace(self, serde=serde)
@@ -259,44 +279,70 @@ class SaverCore:
         run_id = full_metadata.get("run_id")
 
         meta_args: list[Arg] = [len(full_metadata)]
-        index_suffixes: list[str] = []
         for key, value in full_metadata.items():
-            canonical = self.canonical(value)
-            meta_args += [f"m:{key}", canonical]
-            if key in self.indexed and _indexable(canonical):
-                index_suffixes.append(metadata_index_suffix(key, canonical))
-        blob_args: list[Arg] = []
-        for channel, version in new_versions.items():
-            if channel in values:
-                stored = self.dumps(values[channel], f"channel {channel!r}")
-                blob_args += [blob_ref(channel, version), stored]
+            meta_args += [f"m:{key}", self.canonical(value)]
+        written: set[str] = set()  # channels whose value goes out with the call
 
-        yield ScriptCall(
-            "put_checkpoint",
-            (
-                self.keys.thread(tag),
-                self.keys.index(tag, ns),
-                self.keys.checkpoint(tag, ns, checkpoint_id),
-                *(self.keys.metadata_index(s) for s in index_suffixes),
-            ),
-            (
-                self.keys.prefix,
-                tag,
-                ns_enc,
-                checkpoint_id,
-                parent_id,
-                stored_checkpoint,
-                stored_metadata,
-                refs,
-                encode_part(str(run_id)) if run_id is not None else "",
-                self.ttl_seconds,
-                ",".join(index_suffixes),
-                *meta_args,
-                len(blob_args) // 2,
-                *blob_args,
-            ),
+        def call() -> ScriptCall:
+            blob_args: list[Arg] = []
+            for channel in written:
+                stored = self.dumps(values[channel], f"channel {channel!r}")
+                blob_args += [blob_ref(channel, versions[channel]), stored]
+            return ScriptCall(
+                "put_checkpoint",
+                (
+                    self.keys.thread(tag),
+                    self.keys.index(tag, ns),
+                    self.keys.checkpoint(tag, ns, checkpoint_id),
+                ),
+                (
+                    self.keys.prefix,
+                    tag,
+                    ns_enc,
+                    checkpoint_id,
+                    parent_id,
+                    stored_checkpoint,
+                    stored_metadata,
+                    refs,
+                    encode_part(str(run_id)) if run_id is not None else "",
+                    self.ttl_seconds,
+                    self._indexed_arg,
+                    *meta_args,
+                    len(blob_args) // 2,
+                    *blob_args,
+                ),
+            )
+
+        written.update(ch for ch in new_versions if ch in values and ch in versions)
+        yield from self.register_metadata_index()
+        for _ in range(_PUT_ATTEMPTS):
+            reply = yield call()
+            if reply == b"REAPING":
+                yield from self.finish_reaping(thread_id)
+            elif isinstance(reply, list):
+                # blobs it shares with its parent are gone (expired during a long superstep,
+                # or removed by a concurrent prune): store them again with this checkpoint
+                written.update(decode_part(ref.split(b":", 1)[0].decode()) for ref in reply)
+            else:
+                return _config(thread_id, ns, checkpoint_id)
+        raise RuntimeError(
+            f"put of checkpoint {checkpoint_id!r} in thread {thread_id!r} did not settle after "
+            f"{_PUT_ATTEMPTS} attempts (the thread keeps being deleted or pruned meanwhile)"
         )
-        return _config(thread_id, ns, checkpoint_id)
+
+    @property
+    def _indexed_arg(self) -> str:
+        """put_checkpoint's ARGV[11]: "-" without a global index, else the indexed keys."""
+        if not self.global_index:
+            return "-"
+        return ",".join(encode_part(k) for k in self.indexed)
+
+    def finish_reaping(self, thread_id: str) -> Op[None]:
+        """Reap, in bounded steps, the garbage an earlier delete, prune or copy of the thread
+        left (also one whose client died midway); writers wait for it."""
+        tag = self.keys.tag(thread_id)
+        while (yield ScriptCall("reap_thread", (self.keys.gc(tag),), (self.keys.prefix, tag))):
+            pass
 
     def put_writes(
         self,
@@ -322,7 +368,7 @@ class SaverCore:
             # special channels (errors, interrupts, ...) replace; regular writes: first wins
             mode = "u" if channel in WRITES_IDX_MAP else "f"
             args += [f"{task_enc}:{slot}", self._write_record(task_path, channel, stored), mode]
-        yield ScriptCall(
+        call = ScriptCall(
             "put_writes",
             (
                 self.keys.thread(tag),
@@ -331,7 +377,14 @@ class SaverCore:
             ),
             args,
         )
-        return None
+        for _ in range(_PUT_ATTEMPTS):
+            if (yield call) != b"REAPING":
+                return None
+            yield from self.finish_reaping(thread_id)
+        raise RuntimeError(
+            f"put_writes in thread {thread_id!r} did not settle after {_PUT_ATTEMPTS} attempts "
+            "(the thread keeps being deleted or pruned meanwhile)"
+        )
 
     def get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
         thread_id = thread_id_of(config)
@@ -389,17 +442,17 @@ class SaverCore:
         if filter is not None and not isinstance(filter, dict):
             raise TypeError(f"filter must be a dict of metadata keys to values, not {filter!r}")
         filter_args: list[Arg] = [len(filter or {})]
-        index: str | None = None
+        index: tuple[str, str] | None = None  # (metadata key, index key) to start from
         for key, value in sorted((filter or {}).items(), key=lambda kv: kv[0] in _UNSELECTIVE):
             if not isinstance(key, str):
                 raise TypeError(f"filter keys must be strings (metadata keys are), not {key!r}")
             canonical = self.canonical(value)
             filter_args += [f"m:{key}", canonical]
             if index is None and key in self.indexed and _indexable(canonical):
-                index = self.keys.metadata_index(metadata_index_suffix(key, canonical))
+                index = (key, self.keys.metadata_index(metadata_index_suffix(key, canonical)))
         before_id = (get_checkpoint_id(before) or "") if before else ""
         if config is None and index is not None:
-            yield from self._list_indexed(index, filter_args, before_id, limit)
+            yield from self._list_indexed(*index, filter_args, before_id, limit)
             return
         if config is None:
             yield from self._list_all_threads(filter_args, before_id, limit)
@@ -415,23 +468,50 @@ class SaverCore:
         )
 
     def _list_indexed(
-        self, index: str, filter_args: Sequence[Arg], before: Arg, limit: int | None
+        self, key: str, index: str, filter_args: Sequence[Arg], before: Arg, limit: int | None
     ) -> Stream:
         """list(None) for a filter on an indexed key: newest first straight from the index,
-        so the cost follows the matches, not the size of the store."""
-        yield from self._pages(
-            lambda before, page: ScriptCall(
+        so the cost follows the matches, not the size of the store. An index that is not
+        known to be complete (the key was added to a store that had checkpoints, and no
+        reindex has finished) is not used: the threads are scanned instead."""
+        yield from self.register_metadata_index()
+
+        def call(before: Arg, page: int) -> ScriptCall:
+            return ScriptCall(
                 "list_indexed",
                 (index,),
-                (self.keys.prefix, before, page, LIST_SCAN_BUDGET, *filter_args),
-            ),
+                (self.keys.prefix, before, page, LIST_SCAN_BUDGET, encode_part(key), *filter_args),
+            )
+
+        first = yield call(before, _first_page(limit))
+        if first == b"BUILDING":
+            yield from self._list_all_threads(filter_args, str(before), limit)
+            return
+        yield from self._pages(
+            call,
             lambda reply: (
                 self.decode_record(self.keys.thread_from_tag(tag.decode()), record)
                 for tag, record in zip(reply[1::2], reply[2::2], strict=True)
             ),
             before,
             limit,
+            first,
         )
+
+    def register_metadata_index(self) -> Op[None]:
+        """Enter the saver's indexed keys in the registry P:mk, once per saver: "ready" on a
+        store without threads (every checkpoint will be indexed), else "building" until
+        :meth:`reindex_metadata` has indexed the checkpoints written before."""
+        if not self.global_index or not self.indexed or self.registered:
+            return
+        keys = [encode_part(k) for k in self.indexed]
+        registry = self.keys.metadata_keys()
+        missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *keys))
+        if missing:
+            threads = yield ScanKeys(self.keys.thread_pattern())
+            state = "building" if threads else "ready"
+            yield ScriptCall("register_metadata_index", (registry,), (state, *missing))
+        self.registered.append(True)
 
     def _pages(
         self,
@@ -439,13 +519,15 @@ class SaverCore:
         tuples: Callable[[Sequence[Any]], Iterable[CheckpointTuple]],
         before: Arg,
         limit: int | None,
+        first: Sequence[Any] | None = None,
     ) -> Stream:
         """One script call per page (``{cursor, ...}`` replies) until ``limit`` tuples are
-        out or the cursor runs out."""
+        out or the cursor runs out; ``first`` is the reply to a first page already fetched."""
         remaining = limit
         while True:
-            page = LIST_PAGE if remaining is None else min(remaining, LIST_PAGE)
-            reply = yield call(before, page)
+            page = _first_page(remaining)
+            reply = first if first is not None else (yield call(before, page))
+            first = None
             for tup in tuples(reply):
                 yield tup
                 if remaining is not None:
@@ -560,6 +642,10 @@ class SaverCore:
             (self.keys.thread(target_tag), self.keys.runs(target_tag)),
             (self.keys.prefix, target_tag, self.ttl_seconds, *records),
         )
+
+
+def _first_page(limit: int | None) -> int:
+    return LIST_PAGE if limit is None else min(limit, LIST_PAGE)
 
 
 def _indexable(canonical: str) -> bool:

@@ -31,10 +31,15 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
     P:run:{T}:R         SET    "N:<raw id>" of each checkpoint of run R (the run index)
     P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
+    P:gc:{T}            garbage of a delete, prune or copy done in steps, still to be reaped;
+                        writers of the thread wait until it is gone
     P:mi:K:V            ZSET   global metadata index, standalone servers only: every checkpoint
                                whose metadata key K has the canonical JSON value V, as members
                                "<raw id>\0{T}:N" scored 0 (lexical order = time order); the
                                checkpoint's ix field lists the "K:V" it is indexed under
+    P:mk                HASH   the registry of indexed metadata keys: encoded K -> "ready" (the
+                               index holds every checkpoint) or "building" (added to a store
+                               that had checkpoints: reads scan until a reindex completes it)
 
 The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/test_keys.py`` checks
 that both produce the same keys.
@@ -105,6 +110,14 @@ class KeySchema:
     def thread_ttl(self, tag: str) -> str:
         return f"{self.prefix}:ttl:{tag}"
 
+    def gc(self, tag: str) -> str:
+        """Root of the garbage a delete, prune or copy done in steps has still to reap."""
+        return f"{self.prefix}:gc:{tag}"
+
+    def metadata_keys(self) -> str:
+        """The registry of indexed metadata keys (standalone servers)."""
+        return f"{self.prefix}:mk"
+
     def index(self, tag: str, ns: str) -> str:
         return f"{self.prefix}:idx:{tag}:{encode_part(ns)}"
 
@@ -129,6 +142,10 @@ class KeySchema:
 
     def is_metadata_index(self, key: str) -> bool:
         return key.startswith(f"{self.prefix}:mi:")
+
+    def is_global(self, key: str) -> bool:
+        """A key of the whole prefix, not of one thread: a metadata index or the registry."""
+        return self.is_metadata_index(key) or key == self.metadata_keys()
 
     # -- patterns ------------------------------------------------------------------------
     def thread_pattern(self) -> str:

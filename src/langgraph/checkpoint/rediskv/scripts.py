@@ -26,6 +26,7 @@ SCRIPT_NAMES = (
     "set_thread_ttl",
     "check_thread",
     "get_delta_channel_history",
+    "register_metadata_index",
 )
 
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
