@@ -9,7 +9,7 @@
   ARGV[1]  prefix P
   ARGV[2]  before: only members lexically below this (a checkpoint id or a member; "" for none)
   ARGV[3]  page size   ARGV[4]  scan budget: at most this many members examined
-  ARGV[5]  the indexed metadata key (encoded): its entry in the registry P:mk must be "ready"
+  ARGV[5]  the indexed metadata key (raw): its entry in the registry P:mk must be "ready"
   ARGV[6]  f, the number of filter pairs, then f pairs: field "m:<key>", canonical JSON
 
   Reply: "BUILDING" when the index is not known to be complete (the key was registered on a

@@ -15,8 +15,8 @@
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
   ARGV[11] global metadata index: "-" for none (a cluster), else the saver's indexed metadata
-           keys, encoded, comma-separated (maybe ""); the keys registered in P:mk by any saver
-           of the prefix are indexed too, so that a registered index stays complete
+           keys, encoded, comma-separated (maybe ""); the keys registered in P:mk (raw) by any
+           saver of the prefix are indexed too, so that a registered index stays complete
   ARGV[12] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
 
@@ -89,8 +89,7 @@ end
 if ARGV[11] ~= "-" then
   local wanted = {}
   for _, key in ipairs(split_refs(ARGV[11])) do wanted[key] = true end
-  local registered = redis.call("HKEYS", prefix .. ":mk")
-  for _, key in ipairs(registered) do wanted[key] = true end
+  for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[enc(key)] = true end
   local suffixes = {}
   for j = 0, m - 1 do
     local field, canonical = ARGV[meta_first + 2 * j], ARGV[meta_first + 2 * j + 1]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .conftest import RoundTrips, keys_of
+from .conftest import RoundTrips, advance_time, keys_of
 from .test_contract import cfg, chain
 
 INDEXED = ("source", "step", "run_id", "user_id")
@@ -120,3 +121,63 @@ def test_entries_of_vanished_checkpoints_are_dropped_on_the_way(
     assert not [
         k for k in keys_of(client, f"{prefix}:mi:*") if "user_id" not in k and "source" not in k
     ]
+
+
+# -- regressions found by review: paging, unbounded growth, a key added later ----------------
+@pytest.mark.parametrize("matches", [99, 100, 101, 110, 127, 128, 129, 220])
+def test_every_match_is_listed_across_pages(server_url: str, prefix: str, matches: int) -> None:
+    """A page that fills in the middle of an inner batch must hand on a cursor."""
+    with RedisSaver(server_url, prefix=prefix, index_metadata=INDEXED) as saver:
+        made = chain(saver, "t", [{"user_id": "u", "step": i} for i in range(matches)])
+        newest_first = made[::-1]
+        assert ids(saver, filter={"user_id": "u"}) == newest_first
+        for limit in (1, 99, 100, 101, 127, 128, 129):
+            assert ids(saver, filter={"user_id": "u"}, limit=limit) == newest_first[:limit]
+        middle = {"configurable": {"checkpoint_id": newest_first[matches // 2]}}
+        assert (
+            ids(saver, filter={"user_id": "u"}, before=middle) == newest_first[matches // 2 + 1 :]
+        )
+
+
+def test_a_live_entry_at_the_front_does_not_stop_the_cleanup(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """The oldest member of an index belongs to a pinned thread: the entries of the other
+    threads' expired checkpoints must still be dropped, so the index stays in proportion to
+    what is alive."""
+    keys = KeySchema(prefix)
+    index = keys.metadata_index(metadata_index_suffix("source", '"loop"'))
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as saver:  # 60 s
+        chain(saver, "pinned", [{"source": "loop"}])
+        saver.pin_thread("pinned")
+        for round_ in range(10):
+            chain(saver, f"t{round_}", [{"source": "loop"} for _ in range(100)])
+            if round_ < 9:
+                advance_time(client, prefix, 70)  # this round's checkpoints expire
+        live = 1 + 100
+        assert client.zcard(index) <= 2 * live  # before a list, which drops what it meets
+        assert len(ids(saver, filter={"source": "loop"})) == live
+
+
+def test_a_key_added_to_index_metadata_later_finds_older_checkpoints(
+    server_url: str, prefix: str, round_trips: RoundTrips
+) -> None:
+    with RedisSaver(server_url, prefix=prefix) as before:  # user_id not indexed
+        old = chain(before, "t", [{"user_id": "alice", "step": i} for i in range(10)])
+    with RedisSaver(server_url, prefix=prefix, index_metadata=INDEXED) as after:
+        new = chain(after, "u", [{"user_id": "alice", "step": 0}])
+        expected = sorted(old + new, reverse=True)
+        assert ids(after, filter={"user_id": "alice"}) == expected  # by a scan, meanwhile
+        assert after.reindex_metadata() == 10
+        round_trips.reset()
+        assert ids(after, filter={"user_id": "alice"}) == expected
+        assert round_trips.count == 1  # from the index now
+        assert after.check_invariants() == []
+        # a saver that does not index user_id still keeps the registered index complete
+    with RedisSaver(server_url, prefix=prefix) as other:
+        newer = chain(other, "v", [{"user_id": "alice", "step": 0}])
+    with RedisSaver(server_url, prefix=prefix, index_metadata=INDEXED) as after:
+        after.get_tuple(cfg("v"))  # connect first: count only the list
+        round_trips.reset()
+        assert ids(after, filter={"user_id": "alice"}) == newer + expected
+        assert round_trips.count == 2  # the registry check, then the index

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import RoundTrips, data_keys, keys_of
+from .conftest import RoundTrips, advance_time, data_keys, keys_of
 from .test_contract import cfg, chain
 
 
@@ -215,3 +215,80 @@ def test_ttl_costs_no_extra_round_trip(
         tup = saver.get_tuple(cfg("t"))
         assert (put_count, round_trips.count) == (1, 1)
         assert tup is not None and tup.checkpoint["id"] == ids[-1] and len(chain_more) == 1
+
+
+# -- regressions found by review: a ttl changed later, long supersteps, refresh_on_read ------
+def test_a_saver_without_ttl_keeps_a_thread_first_written_with_one(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """Written with a ttl, then by a saver with ttl=None: the new checkpoints depend on blobs
+    and indexes that were written to expire. They must stop expiring."""
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as with_ttl:  # 60 s
+        graph = build_chat(with_ttl)
+        for i in range(2):
+            turn(graph, "t", f"user {i}")
+    with RedisSaver(server_url, prefix=prefix) as without_ttl:
+        graph = build_chat(without_ttl)
+        turn(graph, "t", "user 2")
+        advance_time(client, prefix, 120)  # everything written with the ttl is gone now
+        assert graph.get_state({"configurable": {"thread_id": "t"}}).values == {
+            "profile": "likes tea",
+            "messages": expected_messages(3),
+        }
+        assert len(list(without_ttl.list(cfg("t")))) == 3  # the turn written without a ttl
+        without_ttl.delete_thread("t")
+        # only entries of checkpoints that expired earlier are left, in the shared metadata
+        # indexes (a delete cannot find them); a list that meets them drops them
+        assert {k.split(":")[1] for k in data_keys(client, prefix)} <= {"mi"}
+        for source in ("input", "loop"):
+            assert list(without_ttl.list(None, filter={"source": source})) == []
+    assert data_keys(client, prefix) == []
+
+
+def test_refresh_on_read_keeps_the_run_and_metadata_indexes(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """A thread kept alive by reads alone stays findable by run and deletable by run."""
+    ttl = {"default_ttl": 1, "refresh_on_read": True}  # 60 s
+    with RedisSaver(server_url, prefix=prefix, ttl=ttl) as saver:
+        ids = chain(saver, "t", [{"run_id": "r1", "source": "loop", "step": i} for i in range(3)])
+        for _ in range(4):  # 160 s in all, read every 40 s
+            advance_time(client, prefix, 40)
+            tup = saver.get_tuple(cfg("t"))
+            assert tup is not None and tup.checkpoint["id"] == ids[-1]
+        found = [t.checkpoint["id"] for t in saver.list(None, filter={"run_id": "r1"})]
+        assert found == [ids[-1]]
+        saver.delete_for_runs(["r1"])
+        assert saver.get_tuple(cfg("t")) is None
+
+
+def test_a_superstep_longer_than_the_ttl_keeps_the_state(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """One node runs longer than the ttl: the values the next checkpoint shares with the one
+    the step started from (written long before) must not have expired by the time it is
+    stored."""
+    ttl = {"default_ttl": 1}  # 60 s
+
+    def slow_reply(state: ChatState) -> ChatState:
+        if len(state["messages"]) > 1:
+            advance_time(client, prefix, 70)  # this node takes 70 s
+        return {"messages": [f"bot {len(state['messages'])}"]}
+
+    builder = StateGraph(ChatState)
+    builder.add_node("remember", lambda s: {} if s.get("profile") else {"profile": "likes tea"})
+    builder.add_node("reply", slow_reply)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", "reply")
+    builder.add_edge("reply", END)
+    with RedisSaver(server_url, prefix=prefix, ttl=ttl) as saver:
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "slow"}}
+        graph.invoke({"messages": ["user 0"]}, config)
+        result = graph.invoke({"messages": ["user 1"]}, config)
+        assert result == {
+            "profile": "likes tea",
+            "messages": ["user 0", "bot 1", "user 1", "bot 3"],
+        }
+        assert graph.get_state(config).values == result
+        assert saver.check_invariants() == []

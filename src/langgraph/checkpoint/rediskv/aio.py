@@ -268,6 +268,10 @@ class AsyncRedisSaver(RedisSaverBase):
         """Every inconsistency among the keys of this saver's prefix (empty when sound)."""
         return await self._run(check_store(self._core))
 
+    async def areindex_metadata(self) -> int:
+        """See RedisSaver.reindex_metadata."""
+        return await self._run(self._core.reindex_metadata())
+
     # -- per-thread expiry (see RedisSaver.set_thread_ttl) -----------------------------------
     async def aset_thread_ttl(self, thread_id: str, ttl: float | timedelta) -> None:
         await self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))

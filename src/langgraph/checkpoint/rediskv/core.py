@@ -51,6 +51,8 @@ _UNSELECTIVE = frozenset({"source", "step"})
 # SCAN COUNT hint, and how many per-thread script calls go into one pipeline.
 SCAN_COUNT = 1000
 BATCH_SIZE = 500
+# checkpoints a reindex_thread call visits at most
+REINDEX_STEP = 500
 # A put retried after "REAPING" or missing blobs: each retry makes progress, so a few suffice.
 _PUT_ATTEMPTS = 5
 
@@ -480,7 +482,7 @@ class SaverCore:
             return ScriptCall(
                 "list_indexed",
                 (index,),
-                (self.keys.prefix, before, page, LIST_SCAN_BUDGET, encode_part(key), *filter_args),
+                (self.keys.prefix, before, page, LIST_SCAN_BUDGET, key, *filter_args),
             )
 
         first = yield call(before, _first_page(limit))
@@ -504,14 +506,42 @@ class SaverCore:
         :meth:`reindex_metadata` has indexed the checkpoints written before."""
         if not self.global_index or not self.indexed or self.registered:
             return
-        keys = [encode_part(k) for k in self.indexed]
         registry = self.keys.metadata_keys()
-        missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *keys))
+        missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *self.indexed))
         if missing:
             threads = yield ScanKeys(self.keys.thread_pattern())
             state = "building" if threads else "ready"
             yield ScriptCall("register_metadata_index", (registry,), (state, *missing))
         self.registered.append(True)
+
+    def reindex_metadata(self) -> Op[int]:
+        """Add every stored checkpoint to the global metadata indexes of every registered key
+        (the saver's own and other savers'), thread by thread in bounded steps, then mark the
+        keys that were "building" as "ready". Returns the number of index entries added."""
+        if not self.global_index:
+            return 0
+        yield from self.register_metadata_index()
+        registry = self.keys.metadata_keys()
+        # the keys this reindex completes: whatever is "building" when it starts (a key
+        # registered later may have missed a thread already visited)
+        pending = yield ScriptCall("register_metadata_index", (registry,), ("pending",))
+        added = 0
+        for thread_id in (yield from self._scan_thread_ids()):
+            tag = self.keys.tag(thread_id)
+            cursor: Sequence[Arg] = ("", "")
+            while True:
+                reply = yield ScriptCall(
+                    "reindex_thread",
+                    (self.keys.thread(tag),),
+                    (self.keys.prefix, tag, *cursor, REINDEX_STEP),
+                )
+                added += int(reply[0])
+                if len(reply) == 1:
+                    break
+                cursor = (reply[1], reply[2])
+        if pending:
+            yield ScriptCall("register_metadata_index", (registry,), ("built", *pending))
+        return added
 
     def _pages(
         self,

@@ -27,6 +27,7 @@ SCRIPT_NAMES = (
     "check_thread",
     "get_delta_channel_history",
     "register_metadata_index",
+    "reindex_thread",
 )
 
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)

@@ -249,6 +249,13 @@ class RedisSaver(RedisSaverBase):
         """Every inconsistency among the keys of this saver's prefix (empty when sound)."""
         return self._run(check_store(self._core))
 
+    def reindex_metadata(self) -> int:
+        """Build the global metadata indexes over the checkpoints already stored: needed once
+        after adding a key to ``index_metadata`` on a store that has threads (until then,
+        ``list(None, filter=...)`` on that key scans the threads). Visits every thread in
+        bounded steps; returns the number of index entries added."""
+        return self._run(self._core.reindex_metadata())
+
     # -- per-thread expiry -------------------------------------------------------------------
     def set_thread_ttl(self, thread_id: str, ttl: float | timedelta) -> None:
         """Give one thread its own expiry (minutes or a timedelta), whatever the default."""

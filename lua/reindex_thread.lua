@@ -1,0 +1,67 @@
+#!lua
+--[[
+  reindex_thread: add a stretch of one thread's checkpoints to the global metadata indexes of
+  every key in the registry P:mk (standalone servers), for checkpoints written before the key
+  was registered. Bounded: at most ARGV[5] checkpoints per call; the reply says where to go on.
+
+  KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
+
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T}
+  ARGV[3]  namespace to resume in (encoded), "" to start with the first (in byte order)
+  ARGV[4]  checkpoint id to resume after (raw), "" for the start of the namespace
+  ARGV[5]  step: at most this many checkpoints visited
+
+  Reply: { added } when the thread is done, else { added, namespace, id } to resume from;
+  added is the number of index entries added.
+]]
+-- @include keyschema
+
+local prefix = ARGV[1]
+local K = keyspace(prefix, ARGV[2])
+local step = tonumber(ARGV[5])
+local keys = redis.call("HKEYS", prefix .. ":mk")
+if #keys == 0 then return { 0 } end
+local fields = { "ix" }
+for _, key in ipairs(keys) do fields[#fields + 1] = "m:" .. key end
+
+local namespaces = redis.call("SMEMBERS", KEYS[1])
+table.sort(namespaces)
+local added, visited = 0, 0
+for _, ns in ipairs(namespaces) do
+  if ns >= ARGV[3] then
+    local lower = (ns == ARGV[3] and ARGV[4] ~= "") and ("(" .. ARGV[4]) or "-"
+    local ids = redis.call("ZRANGEBYLEX", K.index(ns), lower, "+", "LIMIT", 0, step - visited)
+    for _, id in ipairs(ids) do
+      local cp = K.checkpoint(ns, id)
+      local values = redis.call("HMGET", cp, unpack(fields))
+      local left = redis.call("PTTL", cp)
+      if left ~= -2 then
+        local ix = split_refs(values[1])
+        local have = {}
+        for _, suffix in ipairs(ix) do have[suffix] = true end
+        local changed = false
+        for j, key in ipairs(keys) do
+          local canonical = values[j + 1]
+          if canonical and canonical ~= "null" and #canonical <= 256 then
+            local suffix = enc(key) .. ":" .. enc(canonical)
+            if not have[suffix] then
+              local index = K.metadata_index(suffix)
+              local created = redis.call("EXISTS", index) == 0
+              redis.call("ZADD", index, 0, K.member(ns, id))
+              -- as long as the checkpoint lives (forever when it has no expiry)
+              keep_alive(index, left == -1 and 0 or math.ceil(left / 1000), created)
+              ix[#ix + 1] = suffix
+              have[suffix] = true
+              added = added + 1
+              changed = true
+            end
+          end
+        end
+        if changed then redis.call("HSET", cp, "ix", table.concat(ix, ",")) end
+      end
+      visited = visited + 1
+      if visited >= step then return { added, ns, id } end
+    end
+  end
+end
+return { added }
