@@ -327,3 +327,36 @@ async def test_async_prune_matches_sync(
     await async_saver.aprune(["t"], strategy=strategy)
     left = [t.checkpoint["id"] async for t in async_saver.alist(cfg("t"))]
     assert left == ([ids[-1]] if strategy == "keep_latest" else [])
+
+
+# -- regressions found by review: pages that meet incomplete checkpoints, huge filters --------
+@pytest.mark.parametrize("namespaces", [None, ""])
+def test_a_filtered_list_pages_past_incomplete_checkpoints(
+    saver: RedisSaver, client: redis.Redis, namespaces: str | None
+) -> None:
+    """A checkpoint whose blob is gone (a ttl with a DeltaChannel, a delete racing a run) is
+    skipped without ending the page early or skipping what follows it."""
+    keys = KeySchema(saver.prefix)
+    tag = keys.tag("t")
+    made = chain(saver, "t", [{"source": "loop", "step": i} for i in range(110)])
+    broken = made[50]
+    broken_version = saver.get_tuple(cfg("t", checkpoint_id=broken))
+    assert broken_version is not None
+    client.unlink(keys.blob(tag, "", "n", broken_version.checkpoint["channel_versions"]["n"]))
+    expected = [i for i in made[::-1] if i != broken]
+    config = {"configurable": {"thread_id": "t"}}
+    if namespaces is not None:
+        config["configurable"]["checkpoint_ns"] = namespaces
+    assert listed_ids(saver, config, filter={"source": "loop"}) == expected
+    assert listed_ids(saver, config) == expected
+    for limit in (1, 59, 60, 61, 99, 100, 101, 109, 110):
+        assert listed_ids(saver, config, filter={"source": "loop"}, limit=limit) == expected[:limit]
+
+
+def test_a_filter_with_thousands_of_keys(saver: RedisSaver) -> None:
+    wide = {f"k{i}": i for i in range(8000)}
+    [match] = chain(saver, "t", [wide])
+    chain(saver, "t", [{"k1": 1}])
+    assert listed_ids(saver, cfg("t"), filter=wide) == [match]
+    assert listed_ids(saver, None, filter=wide) == [match]
+    assert listed_ids(saver, cfg("t"), filter={**wide, "k7999": 0}) == []

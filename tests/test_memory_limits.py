@@ -1,0 +1,72 @@
+"""A full server (maxmemory with the noeviction policy): writes are refused with a clear
+error and write nothing; reads and deletes still work, and free the memory writes need."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+
+from langgraph.checkpoint.rediskv import RedisSaver, ServerFullError
+
+from .conftest import PrivateServer
+from .test_contract import cfg, make_checkpoint
+
+MAXMEMORY = 3_200_000
+VALUE = 200_000  # bytes per checkpoint: a long document pasted into a chat
+
+
+@pytest.fixture
+def full_server(tmp_path: Path) -> PrivateServer:  # type: ignore[misc]
+    server = PrivateServer(
+        tmp_path, maxmemory=str(MAXMEMORY), **{"maxmemory-policy": "noeviction"}
+    ).start()
+    yield server
+    server.stop()
+
+
+def document(n: int) -> str:
+    # different text per checkpoint, so that nothing compresses or shares
+    line = f"Paragraph {n}: the quarterly report restates revenue by region and segment. "
+    return (line * (VALUE // len(line) + 1))[:VALUE]
+
+
+def put_big(saver: RedisSaver, thread_id: str, n: int, parent: str | None) -> str:
+    version = saver.get_next_version(None, None)
+    checkpoint = make_checkpoint({"doc": document(n)}, {"doc": version})
+    saver.put(cfg(thread_id, checkpoint_id=parent), checkpoint, {"step": n}, {"doc": version})
+    return checkpoint["id"]
+
+
+def test_a_full_server_refuses_writes_and_writes_nothing(full_server: PrivateServer) -> None:
+    admin = redis.Redis(port=full_server.port)
+    with RedisSaver(full_server.url, prefix="app") as saver:
+        stored: list[str] = []
+        refused = 0
+        for n in range(100):
+            try:
+                stored.append(put_big(saver, "t", n, stored[-1] if stored else None))
+            except ServerFullError as exc:
+                refused += 1
+                assert "over its maxmemory" in str(exc) and "nothing was written" in str(exc)
+        used = int(admin.info("memory")["used_memory"])
+        # a script is checked when it starts: at most one value past the limit
+        assert used < MAXMEMORY + 2 * VALUE
+        assert refused == 100 - len(stored) and len(stored) < 20
+        listed = [t.checkpoint["id"] for t in saver.list(cfg("t"))]
+        assert listed == stored[::-1]  # reads work, and a refused put left nothing
+        keys_before = sorted(admin.scan_iter(match="app:*"))
+
+        with pytest.raises(ServerFullError):
+            saver.put_writes(cfg("t", checkpoint_id=stored[-1]), [("doc", document(-1))], "task")
+        with pytest.raises(ServerFullError):
+            saver.copy_thread("t", "copy")
+        assert sorted(admin.scan_iter(match="app:*")) == keys_before
+        assert saver.check_invariants() == []
+
+        # deleting works on a full server and makes room again
+        saver.delete_thread("t")
+        assert saver.get_tuple(cfg("t")) is None
+        put_big(saver, "t", 0, None)
+        assert saver.get_tuple(cfg("t")) is not None
