@@ -1,72 +1,165 @@
 #!lua flags=no-writes
 --[[
-  check_thread: report every broken link among one thread's keys (read only). Used by the
-  invariant checker, which also compares the keys reachable from the indexes with the keys a
-  SCAN finds, to report keys that no index leads to.
+  check_thread: report every broken link among one thread's keys (read only), a bounded chunk
+  per call. Used by the invariant checker, which also compares the keys reachable from the
+  indexes with the keys a SCAN finds, to report keys that no index leads to.
 
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[1]  P:th:{T}         thread root (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the thread
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}
+  ARGV[3]  "ns": walk the namespaces | "runs": walk the run indexes
+  ARGV[4..7]  the cursor ("0", "0", "", "" to start; see include/walk.lua, whose rc is the
+           SSCAN cursor of the runs set for "runs")
+  ARGV[8]  budget: stop after about this many keys examined
 
-  Reply: { {problem, key, problem, key, ...}, {reachable key, ...} } where a problem is one of
+  Reply: { {problem, key, ...}, {reachable key, ...}, cursor | nil } where a problem is one of
     "namespace without index", "index entry without checkpoint",
     "checkpoint without blob", "writes index entry without writes",
-    "run without run index", "run index entry without checkpoint",
-    "checkpoint without its metadata index entry"
+    "writes without checkpoint" (writes without expiry of a checkpoint not in the index),
+    "run without run index",
+    "run index entry without checkpoint", "checkpoint without its metadata index entry"
+  and the cursor (4 strings) goes on, nil when this walk is done.
 ]]
 -- @include keyschema
+-- @include walk
 
-local K = keyspace(ARGV[1], ARGV[2])
-local problems, reachable, seen = {}, {}, {}
+local prefix, tag = ARGV[1], ARGV[2]
+local K = keyspace(prefix, tag)
+local budget = tonumber(ARGV[8])
+local cursor = { ARGV[4], ARGV[5], ARGV[6], ARGV[7] }
+local problems, reachable, seen, used = {}, {}, {}, 0
 local function report(problem, key)
   problems[#problems + 1] = problem
   problems[#problems + 1] = key
 end
 local function reach(key)
-  if not seen[key] and redis.call("EXISTS", key) == 1 then
-    seen[key] = true
-    reachable[#reachable + 1] = key
-    return true
+  if seen[key] == nil then
+    used = used + 1
+    seen[key] = redis.call("EXISTS", key) == 1
+    if seen[key] then reachable[#reachable + 1] = key end
   end
-  return seen[key] == true
+  return seen[key]
 end
 
-reach(KEYS[1])
-reach(KEYS[2])
-reach(K.ttl)
-for _, ns in ipairs(redis.call("SMEMBERS", KEYS[1])) do
-  local has_index, has_writes = reach(K.index(ns)), reach(K.writes_index(ns))
-  if not has_index and not has_writes then report("namespace without index", K.index(ns)) end
-  for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
-    local cp = K.checkpoint(ns, id)
-    if reach(cp) then
-      local fields = redis.call("HMGET", cp, "bv", "ix")
-      for _, ref in ipairs(split_refs(fields[1])) do
-        if not reach(K.blob(ns, ref)) then report("checkpoint without blob", K.blob(ns, ref)) end
+local function blob_index(ns) return prefix .. ":bi:" .. tag .. ":" .. ns end
+
+-- one namespace; `at` is "" (start), "i<id>" (checkpoints after id), "w<n>" / "b<n>" (SSCAN
+-- cursor n of the writes index / the blob index)
+local function visit(ns, at)
+  if used >= budget then return at end
+  local index = K.index(ns)
+  if at == "" then
+    local has_index, has_writes = reach(index), reach(K.writes_index(ns))
+    reach(blob_index(ns))
+    if not has_index and not has_writes then report("namespace without index", index) end
+    at = "i"
+  end
+  while used < budget do
+    local phase, pos = string.sub(at, 1, 1), string.sub(at, 2)
+    if phase == "i" then
+      local lower = (pos == "") and "-" or ("(" .. pos)
+      local ids = redis.call("ZRANGE", index, lower, "+", "BYLEX", "LIMIT", 0, 100)
+      for _, id in ipairs(ids) do
+        local cp = K.checkpoint(ns, id)
+        if reach(cp) then
+          local fields = redis.call("HMGET", cp, "bv", "ix")
+          for _, ref in ipairs(split_refs(fields[1])) do
+            if not reach(K.blob(ns, ref)) then report("checkpoint without blob", K.blob(ns, ref)) end
+          end
+          for _, suffix in ipairs(split_refs(fields[2])) do
+            if not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
+              report("checkpoint without its metadata index entry", cp)
+            end
+          end
+        else
+          report("index entry without checkpoint", cp)
+        end
+        reach(K.writes(ns, id))
       end
-      for _, suffix in ipairs(split_refs(fields[2])) do
-        if not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
-          report("checkpoint without its metadata index entry", cp)
+      at = (#ids < 100) and "w0" or ("i" .. ids[#ids])
+    else
+      local set = (phase == "w") and K.writes_index(ns) or blob_index(ns)
+      local reply = redis.call("SSCAN", set, pos, "COUNT", 100)
+      for _, member in ipairs(reply[2]) do
+        if phase == "w" then
+          local writes = K.writes(ns, member)
+          if not reach(writes) then
+            report("writes index entry without writes", writes)
+          elseif not redis.call("ZSCORE", index, member)
+              and redis.call("PTTL", writes) == -1 then
+            -- (with an expiry they go by themselves: a checkpoint expires before its writes)
+            report("writes without checkpoint", writes)
+          end
+        else
+          reach(K.blob(ns, member))
         end
       end
+      used = used + 1
+      if reply[1] ~= "0" then
+        at = phase .. reply[1]
+      elseif phase == "w" then
+        at = "b0"
+      else
+        return nil
+      end
+    end
+  end
+  return at
+end
+
+-- the run indexes: rc is the SSCAN cursor of the runs set, ns the run being checked, at the
+-- SSCAN cursor of its run index
+local function walk_runs()
+  local rc, on, run, at = cursor[1], cursor[2] == "1", cursor[3], cursor[4]
+  while used < budget do
+    if not on then
+      if rc == "done" then return nil end
+      local reply = redis.call("SSCAN", KEYS[2], rc, "COUNT", 100)
+      for _, r in ipairs(reply[2]) do
+        if not reach(K.run(r)) then report("run without run index", K.run(r)) end
+      end
+      used = used + #reply[2]
+      rc = (reply[1] == "0") and "done" or reply[1]
+      -- the members of each run index of this batch, one run at a time
+      local pending = {}
+      for _, r in ipairs(reply[2]) do
+        if seen[K.run(r)] then pending[#pending + 1] = r end
+      end
+      if #pending > 0 then
+        -- resume at the first; the others of the batch are checked by later calls
+        on, run, at = true, table.concat(pending, ","), "0"
+      end
     else
-      report("index entry without checkpoint", cp)
+      local first, rest = string.match(run, "^([^,]*),?(.*)$")
+      local reply = redis.call("SSCAN", K.run(first), at, "COUNT", 200)
+      for _, member in ipairs(reply[2]) do
+        local sep = string.find(member, ":", 1, true)
+        local cp = K.checkpoint(string.sub(member, 1, sep - 1), string.sub(member, sep + 1))
+        used = used + 1
+        if redis.call("EXISTS", cp) == 0 then report("run index entry without checkpoint", cp) end
+      end
+      if reply[1] ~= "0" then
+        at = reply[1]
+      elseif rest ~= "" then
+        run, at = rest, "0"
+      else
+        on, run, at = false, "", ""
+      end
     end
   end
-  for _, id in ipairs(redis.call("SMEMBERS", K.writes_index(ns))) do
-    if not reach(K.writes(ns, id)) then report("writes index entry without writes", K.writes(ns, id)) end
-  end
+  return { rc, on and "1" or "0", run, at }
 end
-for _, run in ipairs(redis.call("SMEMBERS", KEYS[2])) do
-  if reach(K.run(run)) then
-    for _, member in ipairs(redis.call("SMEMBERS", K.run(run))) do
-      local sep = string.find(member, ":", 1, true)
-      local cp = K.checkpoint(string.sub(member, 1, sep - 1), string.sub(member, sep + 1))
-      if redis.call("EXISTS", cp) == 0 then report("run index entry without checkpoint", cp) end
-    end
-  else
-    report("run without run index", K.run(run))
+
+local next_cursor
+if ARGV[3] == "ns" then
+  if cursor[1] == "0" and cursor[2] == "0" then
+    reach(KEYS[1])
+    reach(KEYS[2])
+    reach(K.ttl)
   end
+  next_cursor = walk_namespaces(KEYS[1], cursor, visit)
+else
+  next_cursor = walk_runs()
 end
-return { problems, reachable }
+return { problems, reachable, next_cursor or false }

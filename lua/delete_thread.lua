@@ -1,37 +1,30 @@
 #!lua flags=allow-oom
 --[[
-  delete_thread: remove every key of one thread: checkpoints, writes, blobs, indexes, the
-  thread's own ttl setting, and its entries in the global metadata indexes.
+  delete_thread: remove every key of one thread. The thread is gone at once: its root (and
+  runs set) is renamed into a new job of the gc root, so readers find nothing and writers wait;
+  its keys are then unlinked in bounded steps (this call does the first, reap_thread.lua the
+  rest): checkpoints, writes (also those of no checkpoint), every blob of the blob index and
+  of the checkpoints, indexes, run indexes, entries in the global metadata indexes.
 
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[1]  P:th:{T}         thread root (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the thread
+  KEYS[3]  P:gc:{T}         gc root
 
-  ARGV[1]  prefix P   ARGV[2]  hash tag {T}
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  budget of this call (see reap_thread)
 
-  Reply: the number of checkpoints removed
+  Reply: the number of jobs still pending (0: everything is gone)
 ]]
 -- @include keyschema
+-- @include drop
+-- @include delta
+-- @include reap
 
-local K = keyspace(ARGV[1], ARGV[2])
-local removed = 0
-for _, ns in ipairs(redis.call("SMEMBERS", KEYS[1])) do
-  local refs = {}
-  for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
-    local cp = K.checkpoint(ns, id)
-    local fields = redis.call("HMGET", cp, "bv", "ix")
-    for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
-    unindex_checkpoint(K, ns, id, fields[2])
-    redis.call("UNLINK", cp)
-    removed = removed + 1
-  end
-  for _, id in ipairs(redis.call("SMEMBERS", K.writes_index(ns))) do
-    redis.call("UNLINK", K.writes(ns, id))
-  end
-  for ref in pairs(refs) do redis.call("UNLINK", K.blob(ns, ref)) end
-  redis.call("UNLINK", K.index(ns), K.writes_index(ns))
+local prefix, tag = ARGV[1], ARGV[2]
+local K = keyspace(prefix, tag)
+if redis.call("EXISTS", KEYS[1]) == 1 then
+  local G = jobspace(prefix, tag, new_job(KEYS[3], "del"))
+  redis.call("RENAME", KEYS[1], G.part("th"))
+  if redis.call("EXISTS", KEYS[2]) == 1 then redis.call("RENAME", KEYS[2], G.part("runs")) end
 end
-for _, run in ipairs(redis.call("SMEMBERS", KEYS[2])) do
-  redis.call("UNLINK", K.run(run))
-end
-redis.call("UNLINK", KEYS[1], KEYS[2], K.ttl)
-return removed
+redis.call("UNLINK", K.ttl)
+return reap(prefix, tag, tonumber(ARGV[3]))

@@ -1,49 +1,80 @@
 #!lua flags=no-writes
 --[[
-  export_thread: every record of one thread, flat, in the form import_thread.lua takes as
-  ARGV. copy_thread is this script on the source thread followed by import_thread on the
-  target: the two threads live in different cluster slots, so one script cannot hold both.
+  export_thread: the records of one thread, a bounded chunk per call, in the form
+  import_thread.lua takes as ARGV. copy_thread is this script on the source thread, a chunk at
+  a time, each chunk followed by import_thread on the target: the two threads live in
+  different cluster slots, so one script cannot hold both.
 
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[1]  P:th:{T}         thread root (SET of namespaces)
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}
+  ARGV[3..6]  the cursor (see include/walk.lua): "0", "0", "", "" to start
+  ARGV[7]  at most this many checkpoints per call
+  ARGV[8]  and about this many bytes of values
 
-  Reply: a flat list of records, each one of
+  Reply: { cursor | nil, records ... } where the cursor (4 strings) goes on, nil at the end,
+  and each record is one of
+    "b", ns, ref, value                             a blob, before the checkpoints using it
     "c", ns, id, n, then n field/value pairs of the checkpoint hash
     "w", ns, id, n, then n field/value pairs of its writes hash
-    "b", ns, ref, value
+  Only checkpoints in their namespace index are exported, with their writes and blobs.
 ]]
 -- @include keyschema
+-- @include walk
 
 local K = keyspace(ARGV[1], ARGV[2])
-local out = {}
-local function push_hash(kind, ns, id, key)
-  local flat = redis.call("HGETALL", key)
-  if #flat == 0 then return end
+local max_count, max_bytes = tonumber(ARGV[7]), tonumber(ARGV[8])
+local out, count, bytes = { false }, 0, 0
+local function push_hash(kind, ns, id, flat)
   out[#out + 1] = kind
   out[#out + 1] = ns
   out[#out + 1] = id
   out[#out + 1] = #flat / 2
-  for _, v in ipairs(flat) do out[#out + 1] = v end
+  for _, v in ipairs(flat) do
+    out[#out + 1] = v
+    bytes = bytes + #v
+  end
 end
-for _, ns in ipairs(redis.call("SMEMBERS", KEYS[1])) do
-  local refs = {}
-  for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
-    local cp = K.checkpoint(ns, id)
-    for _, ref in ipairs(split_refs(redis.call("HGET", cp, "bv"))) do refs[ref] = true end
-    push_hash("c", ns, id, cp)
-  end
-  for _, id in ipairs(redis.call("SMEMBERS", K.writes_index(ns))) do
-    push_hash("w", ns, id, K.writes(ns, id))
-  end
-  for ref in pairs(refs) do
-    local value = redis.call("GET", K.blob(ns, ref))
-    if value then
-      out[#out + 1] = "b"
-      out[#out + 1] = ns
-      out[#out + 1] = ref
-      out[#out + 1] = value
+
+local function visit(ns, at)
+  local sent = {}  -- blobs already in this reply (consecutive checkpoints share most)
+  while count < max_count and bytes < max_bytes do
+    local lower = (at == "") and "-" or ("(" .. at)
+    local want = math.min(100, max_count - count)
+    local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, want)
+    for _, id in ipairs(ids) do
+      at = id
+      local flat = redis.call("HGETALL", K.checkpoint(ns, id))
+      if #flat > 0 then
+        for j = 1, #flat, 2 do
+          if flat[j] == "bv" then
+            for _, ref in ipairs(split_refs(flat[j + 1])) do
+              if not sent[ref] then
+                sent[ref] = true
+                local value = redis.call("GET", K.blob(ns, ref))
+                if value then
+                  out[#out + 1] = "b"
+                  out[#out + 1] = ns
+                  out[#out + 1] = ref
+                  out[#out + 1] = value
+                  bytes = bytes + #value
+                end
+              end
+            end
+          end
+        end
+        push_hash("c", ns, id, flat)
+        local writes = redis.call("HGETALL", K.writes(ns, id))
+        if #writes > 0 then push_hash("w", ns, id, writes) end
+        count = count + 1
+      end
+      if count >= max_count or bytes >= max_bytes then return at end
     end
+    if #ids < want then return nil end
   end
+  return at
 end
+
+local cursor = walk_namespaces(KEYS[1], { ARGV[3], ARGV[4], ARGV[5], ARGV[6] }, visit)
+out[1] = cursor or false
 return out

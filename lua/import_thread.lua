@@ -1,42 +1,90 @@
 #!lua
 --[[
-  import_thread: write the records produced by export_thread.lua into a thread, with every
-  index entry, atomically. Records already in the target with the same ids are replaced.
+  import_thread: copy_thread's target side, in bounded steps: "begin", then one "chunk" call
+  per chunk that export_thread.lua replies, then "publish".
 
-  KEYS[1]  P:th:{T}         thread index of the target (SET of namespaces)
+  A target that does not exist yet becomes visible whole at "publish": the chunks write its
+  keys, but its root and runs set are a job of its gc root (kind copy) until then, so readers
+  find nothing and a writer of the target waits; a copy whose client dies midway is discarded
+  by whoever reaps the target next (a writer, delete_thread, check_invariants). A target that
+  exists takes the records chunk by chunk (records with the same ids are replaced), each
+  checkpoint whole with its blobs.
+
+  KEYS[1]  P:th:{T}         thread root of the target (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the target
+  KEYS[3]  P:gc:{T}         gc root of the target
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T} of the target
   ARGV[3]  the saver's default ttl in seconds (0: none); the target's own setting wins
-  ARGV[4..] the records, as export_thread.lua replies them
+  ARGV[4]  "begin" | "chunk" | "publish"
+  ARGV[5]  the copy's job number from "begin" ("0": the target exists, records go straight in)
+  ARGV[6..] ("chunk") the records, as export_thread.lua replies them
 
-  Reply: the number of checkpoints written
+  Reply: "begin": the job number (0 when the target exists), or -1 when the target has
+  garbage to reap first; "chunk": the number of checkpoints written; "publish": 0. "chunk"
+  and "publish" reply -1, writing nothing, when the copy was discarded meanwhile (a writer or
+  a delete of the target reaped it).
 ]]
 -- @include keyschema
+-- @include drop
+-- @include delta
+-- @include reap
 
-local K = keyspace(ARGV[1], ARGV[2])
+local prefix, tag, mode, n = ARGV[1], ARGV[2], ARGV[4], tonumber(ARGV[5])
+local K = keyspace(prefix, tag)
+local G = jobspace(prefix, tag, n)
+
+if mode == "begin" then
+  if redis.call("EXISTS", KEYS[3]) == 1 then return -1 end
+  if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
+  return new_job(KEYS[3], "copy")
+end
+
+if n > 0 then
+  if redis.call("SISMEMBER", KEYS[3], "copy:" .. n) == 0 then return -1 end
+elseif redis.call("EXISTS", KEYS[3]) == 1 then
+  return -1
+end
+-- an unpublished copy hangs off the job's containers, exactly what reaping discards
+local root = (n > 0) and G.part("th") or KEYS[1]
+local runs = (n > 0) and G.part("runs") or KEYS[2]
+
+if mode == "publish" then
+  if n == 0 then return 0 end
+  for _, pair in ipairs({ { root, KEYS[1] }, { runs, KEYS[2] } }) do
+    if redis.call("EXISTS", pair[1]) == 1 then redis.call("RENAME", pair[1], pair[2]) end
+  end
+  redis.call("UNLINK", G.state)
+  redis.call("SREM", KEYS[3], "copy:" .. n)
+  return 0
+end
+
 local ttl = thread_ttl(K, tonumber(ARGV[3]))
 local written = 0
-local i = 4
+local blob_indexed = {}  -- ns -> whether the target keeps a blob index there (put does)
+local i = 6
 while i <= #ARGV do
   local kind, ns = ARGV[i], ARGV[i + 1]
   if kind == "b" then
-    local key = K.blob(ns, ARGV[i + 2])
+    local ref = ARGV[i + 2]
+    local key, bi = K.blob(ns, ref), blob_index_key(prefix, tag, ns)
     redis.call("SET", key, ARGV[i + 3])
     expire(key, ttl)
+    if blob_indexed[ns] == nil then blob_indexed[ns] = redis.call("EXISTS", bi) == 1 end
+    if blob_indexed[ns] then redis.call("SADD", bi, ref) end
     i = i + 4
   else
-    local id, n = ARGV[i + 2], tonumber(ARGV[i + 3])
+    local id, count = ARGV[i + 2], tonumber(ARGV[i + 3])
     local key = (kind == "c") and K.checkpoint(ns, id) or K.writes(ns, id)
     if kind == "c" then unindex_checkpoint(K, ns, id, redis.call("HGET", key, "ix")) end
     redis.call("DEL", key)
-    for j = 0, n - 1 do
+    for j = 0, count - 1 do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]
       redis.call("HSET", key, field, value)
       if kind == "c" and field == "r" then
-        redis.call("SADD", K.runs, value)
+        redis.call("SADD", runs, value)
         redis.call("SADD", K.run(value), ns .. ":" .. id)
-        expire(K.runs, ttl)
+        expire(runs, ttl)
         expire(K.run(value), ttl)
       elseif kind == "c" and field == "ix" then
         -- the copy joins the global metadata indexes the source checkpoint is in
@@ -44,7 +92,7 @@ while i <= #ARGV do
           local index = K.metadata_index(suffix)
           local created = redis.call("EXISTS", index) == 0
           redis.call("ZADD", index, 0, K.member(ns, id))
-          keep_index_key(index, ttl, created)
+          keep_alive(index, ttl, created)
         end
       end
     end
@@ -57,9 +105,9 @@ while i <= #ARGV do
       redis.call("SADD", K.writes_index(ns), id)
       expire(K.writes_index(ns), ttl)
     end
-    redis.call("SADD", KEYS[1], ns)
-    i = i + 4 + 2 * n
+    redis.call("SADD", root, ns)
+    i = i + 4 + 2 * count
   end
 end
-expire(KEYS[1], ttl)
+expire(root, ttl)
 return written

@@ -3,14 +3,20 @@
   prune: keep only the latest checkpoint of every namespace of one thread (strategy
   keep_latest; strategy delete_all is delete_thread.lua), together with the ancestors its
   delta channels are rebuilt from. The kept checkpoints keep their pending writes and every
-  blob they reference; everything else of the thread goes.
+  blob they reference; everything else of the thread goes: older checkpoints, their writes,
+  writes stored for checkpoints that are gone, and blobs no kept checkpoint references.
 
-  KEYS[1]  P:th:{T}         thread index (SET of namespaces)
+  KEYS[1]  P:th:{T}         thread root (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the thread
+  KEYS[3]  P:gc:{T}         gc root
 
-  ARGV[1]  prefix P   ARGV[2]  hash tag {T}
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  budget of this call (see reap_thread)
 
-  Reply: the number of checkpoints removed
+  Reply: the number of jobs still pending (0: done)
+
+  In steps (include/reap.lua, kind prune): per namespace, one step swaps in fresh indexes that
+  hold only what stays, so readers see the namespace pruned at once; the old indexes are then
+  reaped in bounded steps. A thread whose namespaces fit in one step is pruned atomically.
 
   Delta channels: a LangGraph DeltaChannel stores its value only every snapshot_frequency
   updates; at the other checkpoints it stores nothing, and its value is rebuilt from the
@@ -27,32 +33,11 @@
 -- @include keyschema
 -- @include drop
 -- @include delta
+-- @include reap
 
-local K = keyspace(ARGV[1], ARGV[2])
-local removed = 0
-for _, ns in ipairs(redis.call("SMEMBERS", KEYS[1])) do
-  local ids = redis.call("ZRANGE", K.index(ns), 0, -1)
-  local keep = {}
-  local latest = ids[#ids]
-  if latest then
-    keep[latest] = true
-    for _, id in ipairs(delta_dependencies(K, ns, latest)) do keep[id] = true end
-  end
-  local refs = {}
-  for _, id in ipairs(ids) do
-    if not keep[id] then
-      drop_checkpoint(K, ns, id, refs)
-      removed = removed + 1
-    end
-  end
-  -- writes stored against checkpoints that no longer (or never did) exist
-  for _, id in ipairs(redis.call("SMEMBERS", K.writes_index(ns))) do
-    if not keep[id] then
-      redis.call("UNLINK", K.writes(ns, id))
-      redis.call("SREM", K.writes_index(ns), id)
-    end
-  end
-  gc_blobs(K, ns, refs)
-  forget_empty_namespace(K, ns)
+local prefix, tag = ARGV[1], ARGV[2]
+if redis.call("EXISTS", KEYS[1]) == 1 then
+  local G = jobspace(prefix, tag, new_job(KEYS[3], "prune"))
+  redis.call("SUNIONSTORE", G.part("todo"), KEYS[1])
 end
-return removed
+return reap(prefix, tag, tonumber(ARGV[3]))

@@ -1,18 +1,26 @@
 """The invariant checker: every inconsistency among the keys of one prefix.
 
-It reports index entries whose key is missing, checkpoints whose blobs are missing, and keys
-that no index leads to (a checkpoint without its index entry, an orphan blob or writes hash).
-On a store with a TTL, keys that expire one after the other can show up briefly while they go.
+It reports index entries whose key is missing, checkpoints whose blobs are missing, writes
+stored for a checkpoint that is not in its namespace index, and keys that no index leads to (a
+checkpoint without its index entry, an orphan blob or writes hash). Each thread is checked in
+bounded steps (``lua/check_thread.lua``), so a giant thread never holds the server for long.
+A thread with jobs still pending (a delete, prune or copy whose client died midway, see
+``bulk.py``) is reaped first. On a store with a TTL, keys that expire one after the other can
+show up briefly while they go.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .core import Batch, Op, SaverCore, ScanKeys
+from . import bulk
+from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall
 
 ORPHAN = "key not reachable from any index"
+# keys examined per check_thread call (about 10 ms of server time)
+CHECK_STEP = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,30 +40,57 @@ def _tag_of(key: str) -> str | None:
     return key[start : end + 1] if start >= 0 and end > start else None
 
 
-def check_store(core: SaverCore) -> Op[list[Problem]]:
-    """Scan every key under the prefix and check each thread's indexes; returns the problems
-    sorted by key (an empty list for a consistent store)."""
+def _scan(core: SaverCore) -> Op[tuple[dict[str, set[str]], list[Problem]]]:
     keys_by_tag: dict[str, set[str]] = defaultdict(set)
     problems: list[Problem] = []
     for raw in (yield ScanKeys(core.keys.all_keys_pattern())):
         key = raw.decode()
-        if core.keys.is_global(key):
+        if core.keys.is_metadata_index(key):
             continue  # global; each checkpoint's own entries are checked with its thread
         tag = _tag_of(key)
         if tag is None:
             problems.append(Problem("key outside the key schema", key))
         else:
             keys_by_tag[tag].add(key)
-    tags = sorted(keys_by_tag)
-    for start in range(0, len(tags), 500):
-        chunk = tags[start : start + 500]
-        replies = yield Batch(
-            [core.thread_call("check_thread", core.keys.thread_from_tag(tag)) for tag in chunk]
-        )
-        for tag, (flat, reachable) in zip(chunk, replies, strict=True):
-            pairs = zip(flat[::2], flat[1::2], strict=True)
-            problems += [Problem(p.decode(), k.decode()) for p, k in pairs]
-            problems += [
-                Problem(ORPHAN, k) for k in keys_by_tag[tag] - {r.decode() for r in reachable}
-            ]
-    return sorted(problems, key=lambda p: (p.key, p.problem))
+    return keys_by_tag, problems
+
+
+def _check_call(core: SaverCore, tag: str, mode: str, cursor: Sequence[Arg]) -> ScriptCall:
+    keys = (core.keys.thread(tag), core.keys.runs(tag))
+    return ScriptCall("check_thread", keys, (core.keys.prefix, tag, mode, *cursor, CHECK_STEP))
+
+
+def check_store(core: SaverCore) -> Op[list[Problem]]:
+    """Scan every key under the prefix and check each thread's indexes; returns the problems
+    sorted by key (an empty list for a consistent store)."""
+    keys_by_tag, problems = yield from _scan(core)
+    pending = [tag for tag in keys_by_tag if core.keys.gc(tag) in keys_by_tag[tag]]
+    if pending:
+        # finish what interrupted operations left, then look again
+        yield from bulk.run_jobs(core, [(tag, bulk.reap_call(core, tag)) for tag in pending])
+        keys_by_tag, problems = yield from _scan(core)
+    found: set[Problem] = set(problems)
+    reachable: dict[str, set[str]] = defaultdict(set)
+    # per thread: its walk ("ns", then "runs") and cursor, until both are done
+    walks: dict[str, tuple[str, Sequence[Arg]]] = {
+        tag: ("ns", bulk.START_CURSOR) for tag in keys_by_tag
+    }
+    while walks:
+        tags = sorted(walks)
+        for start in range(0, len(tags), bulk.BATCH_SIZE):
+            chunk = tags[start : start + bulk.BATCH_SIZE]
+            replies = yield Batch([_check_call(core, tag, *walks[tag]) for tag in chunk])
+            for tag, (flat, keys, cursor) in zip(chunk, replies, strict=True):
+                pairs = zip(flat[::2], flat[1::2], strict=True)
+                found.update(Problem(p.decode(), k.decode()) for p, k in pairs)
+                reachable[tag].update(k.decode() for k in keys)
+                mode = walks[tag][0]
+                if cursor is not None:
+                    walks[tag] = (mode, list(cursor))
+                elif mode == "ns":
+                    walks[tag] = ("runs", bulk.START_CURSOR)
+                else:
+                    del walks[tag]
+    for tag, keys in keys_by_tag.items():
+        found.update(Problem(ORPHAN, k) for k in keys - reachable[tag])
+    return sorted(found, key=lambda p: (p.key, p.problem))

@@ -32,6 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import OutOfMemoryError
 
+from . import bulk
 from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
 from .settings import TTLSettings
 
@@ -622,22 +623,12 @@ class SaverCore:
             name, (self.keys.thread(tag), self.keys.runs(tag)), (self.keys.prefix, tag, *extra)
         )
 
-    def _batched(self, calls: Iterable[ScriptCall]) -> Op[None]:
-        pending = list(calls)
-        for start in range(0, len(pending), BATCH_SIZE):
-            yield Batch(pending[start : start + BATCH_SIZE])
-
+    # Whole-thread operations work in bounded steps: see bulk.py.
     def delete_thread(self, thread_id: str) -> Op[None]:
-        yield self.thread_call("delete_thread", str(thread_id))
+        yield from bulk.delete_thread(self, thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Op[None]:
-        if not run_ids:
-            return
-        encoded = [encode_part(str(r)) for r in run_ids]
-        thread_ids = yield from self._scan_thread_ids()
-        yield from self._batched(
-            self.thread_call("delete_for_runs", t, *encoded) for t in thread_ids
-        )
+        yield from bulk.delete_for_runs(self, run_ids)
 
     def prune(self, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op[None]:
         script = PRUNE_STRATEGIES.get(strategy)
@@ -645,37 +636,15 @@ class SaverCore:
             raise ValueError(
                 f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'"
             )
-        yield from self._batched(self.thread_call(script, str(t)) for t in thread_ids)
+        yield from bulk.prune(self, thread_ids, script)
 
-    def set_thread_ttl(self, thread_id: str, seconds: int | None) -> Op[int]:
+    def set_thread_ttl(self, thread_id: str, seconds: int | None) -> Op[None]:
         """Give a thread its own expiry (``0`` pins it), or, with ``None``, return it to the
-        saver's default. Replies the number of keys updated."""
-        tag = self.keys.tag(str(thread_id))
-        mode, value = ("default", self.ttl_seconds) if seconds is None else ("own", seconds)
-        touched = yield ScriptCall(
-            "set_thread_ttl",
-            (self.keys.thread(tag), self.keys.runs(tag), self.keys.thread_ttl(tag)),
-            (self.keys.prefix, tag, mode, value),
-        )
-        return int(touched)
+        saver's default."""
+        yield from bulk.set_thread_ttl(self, thread_id, seconds)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
-        source, target = str(source_thread_id), str(target_thread_id)
-        if source == target:
-            return
-        records = yield self.thread_call("export_thread", source)
-        if not records:
-            return
-        target_tag = self.keys.tag(target)
-        yield ScriptCall(
-            "import_thread",
-            (self.keys.thread(target_tag), self.keys.runs(target_tag)),
-            (self.keys.prefix, target_tag, self.ttl_seconds, *records),
-        )
-
-
-def _first_page(limit: int | None) -> int:
-    return LIST_PAGE if limit is None else min(limit, LIST_PAGE)
+        yield from bulk.copy_thread(self, source_thread_id, target_thread_id)
 
 
 def _indexable(canonical: str) -> bool:

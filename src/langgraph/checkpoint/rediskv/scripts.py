@@ -25,6 +25,7 @@ SCRIPT_NAMES = (
     "import_thread",
     "set_thread_ttl",
     "check_thread",
+    "reap_thread",
     "get_delta_channel_history",
     "register_metadata_index",
     "reindex_thread",

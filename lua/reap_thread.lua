@@ -1,0 +1,19 @@
+#!lua flags=allow-oom
+--[[
+  reap_thread: one bounded step of the jobs a delete, prune, delete_for_runs, set_thread_ttl
+  or unpublished copy of the thread left pending (see include/reap.lua). Writers of the thread
+  reply "REAPING" while jobs are pending; the client then calls this until it replies 0.
+
+  KEYS[1]  P:gc:{T}         the thread's gc root (SET of pending jobs)
+
+  ARGV[1]  prefix P   ARGV[2]  hash tag {T}
+  ARGV[3]  budget: stop after about this much work (one unit ~ one Redis command)
+
+  Reply: the number of jobs still pending: 0 when nothing is left to reap
+]]
+-- @include keyschema
+-- @include drop
+-- @include delta
+-- @include reap
+
+return reap(ARGV[1], ARGV[2], tonumber(ARGV[3]) or 2000)

@@ -1,0 +1,176 @@
+"""Whole-thread operations in bounded steps, free of I/O (the generator style of :mod:`.core`).
+
+delete_thread, prune, delete_for_runs, set_thread_ttl and copy_thread touch every key of a
+thread, which may be hundreds of thousands. A script that did it in one call would hold the
+server for seconds (other clients get ``BUSY``), so each is a *job* (``lua/include/reap.lua``):
+a first script call makes the change visible at once and registers the job in the thread's gc
+root, then ``reap_thread`` calls do the rest, each within a budget of work. Jobs live in Redis,
+so a job whose client died is finished by the next writer of the thread, delete or invariant
+check. copy_thread reads the source a chunk at a time and writes the target a chunk at a time;
+a new target appears whole when the copy is published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .keys import encode_part
+
+if TYPE_CHECKING:
+    from .core import Arg, Op, SaverCore, ScriptCall
+
+# Work per script call, in units of about one Redis command: about 10 ms of server time (see
+# tests/test_bounded.py, which holds every call to the 50 ms budget on threads of 20k+
+# checkpoints).
+REAP_STEP = 3000
+# copy_thread: checkpoints, and bytes of values, per exported chunk.
+EXPORT_CHECKPOINTS = 300
+EXPORT_BYTES = 2 << 20
+# How many threads' calls go into one pipeline.
+BATCH_SIZE = 500
+START_CURSOR: tuple[str, str, str, str] = ("0", "0", "", "")
+
+
+class CopyInterruptedError(RuntimeError):
+    """copy_thread's target was written, deleted or reaped while the copy ran; the copy was
+    discarded (nothing of it is visible). Run it again."""
+
+
+def require_list(values: Any, what: str) -> None:
+    """A str (or bytes) where a list is expected would be taken character by character."""
+    if isinstance(values, (str, bytes, bytearray)):
+        raise TypeError(
+            f"{what} must be a list of strings, not a single {type(values).__name__} "
+            f"({values!r}): pass [{values!r}]"
+        )
+
+
+def reap_call(core: SaverCore, tag: str) -> ScriptCall:
+    from .core import ScriptCall
+
+    return ScriptCall("reap_thread", (core.keys.gc(tag),), (core.keys.prefix, tag, REAP_STEP))
+
+
+def job_call(core: SaverCore, name: str, thread_id: str, *extra: Arg) -> tuple[str, ScriptCall]:
+    """The first call of a job: KEYS (root, runs, gc), ARGV (prefix, tag, budget, ...)."""
+    from .core import ScriptCall
+
+    tag = core.keys.tag(thread_id)
+    keys = (core.keys.thread(tag), core.keys.runs(tag), core.keys.gc(tag))
+    return tag, ScriptCall(name, keys, (core.keys.prefix, tag, REAP_STEP, *extra))
+
+
+def finish_reaping(core: SaverCore, thread_id: str) -> Op[None]:
+    """Reap, in bounded steps, every job pending on the thread (also one whose client died
+    midway); writers call this when their script replies "REAPING"."""
+    call = reap_call(core, core.keys.tag(thread_id))
+    while (yield call):
+        pass
+
+
+def run_jobs(core: SaverCore, first_calls: Iterable[tuple[str, ScriptCall]]) -> Op[None]:
+    """Send each thread's first call, then reap every thread whose reply says work is left,
+    until none is. Many threads go out in pipelines, one step of each per round trip."""
+    from .core import Batch
+
+    calls = list(first_calls)
+    if len(calls) == 1:  # one thread: plain calls (a pipeline would load the scripts first)
+        tag, call = calls[0]
+        if (yield call):
+            yield from _reap_tag(core, tag)
+        return
+    pending = [tag for tag, _ in calls]
+    replies: list[Any] = []
+    for start in range(0, len(calls), BATCH_SIZE):
+        replies += yield Batch([call for _, call in calls[start : start + BATCH_SIZE]])
+    while True:
+        pending = [tag for tag, reply in zip(pending, replies, strict=True) if reply]
+        if not pending:
+            return
+        replies = []
+        for start in range(0, len(pending), BATCH_SIZE):
+            chunk = pending[start : start + BATCH_SIZE]
+            replies += yield Batch([reap_call(core, tag) for tag in chunk])
+
+
+def _reap_tag(core: SaverCore, tag: str) -> Op[None]:
+    call = reap_call(core, tag)
+    while (yield call):
+        pass
+
+
+def delete_thread(core: SaverCore, thread_id: str) -> Op[None]:
+    yield from run_jobs(core, [job_call(core, "delete_thread", str(thread_id))])
+
+
+def prune(core: SaverCore, thread_ids: Sequence[str], script: str) -> Op[None]:
+    require_list(thread_ids, "prune's thread_ids")
+    yield from run_jobs(core, (job_call(core, script, str(t)) for t in thread_ids))
+
+
+def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
+    require_list(run_ids, "delete_for_runs' run_ids")
+    if not run_ids:
+        return
+    encoded = [encode_part(str(r)) for r in run_ids]
+    thread_ids = yield from core._scan_thread_ids()
+    yield from run_jobs(core, (job_call(core, "delete_for_runs", t, *encoded) for t in thread_ids))
+
+
+def set_thread_ttl(core: SaverCore, thread_id: str, seconds: int | None) -> Op[None]:
+    from .core import ScriptCall
+
+    tag = core.keys.tag(str(thread_id))
+    mode, value = ("default", core.ttl_seconds) if seconds is None else ("own", seconds)
+    keys = core.keys
+    call = ScriptCall(
+        "set_thread_ttl",
+        (keys.thread(tag), keys.runs(tag), keys.thread_ttl(tag), keys.gc(tag)),
+        (keys.prefix, tag, mode, value, REAP_STEP),
+    )
+    yield from run_jobs(core, [(tag, call)])
+
+
+def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -> Op[None]:
+    from .core import ScriptCall
+
+    source, target = str(source_thread_id), str(target_thread_id)
+    if source == target:
+        return
+    keys = core.keys
+    source_tag, tag = keys.tag(source), keys.tag(target)
+    target_keys = (keys.thread(tag), keys.runs(tag), keys.gc(tag))
+
+    def target_call(mode: str, job: int, *records: Arg) -> ScriptCall:
+        args = (keys.prefix, tag, core.ttl_seconds, mode, job, *records)
+        return ScriptCall("import_thread", target_keys, args)
+
+    job = -1
+    for _ in range(5):
+        job = int((yield target_call("begin", 0)))
+        if job >= 0:
+            break
+        yield from _reap_tag(core, tag)  # an earlier job of the target goes first
+    if job < 0:
+        raise CopyInterruptedError(f"the copy target {target!r} keeps being reaped")
+    cursor: Sequence[Arg] = START_CURSOR
+    while True:
+        reply = yield ScriptCall(
+            "export_thread",
+            (keys.thread(source_tag),),
+            (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES),
+        )
+        if len(reply) > 1 and int((yield target_call("chunk", job, *reply[1:]))) < 0:
+            raise CopyInterruptedError(
+                f"copy of {source!r} to {target!r}: the target was written or deleted "
+                "meanwhile, and the copy discarded"
+            )
+        if reply[0] is None:
+            break
+        cursor = list(reply[0])
+    if int((yield target_call("publish", job))) < 0:
+        raise CopyInterruptedError(
+            f"copy of {source!r} to {target!r}: the target was written or deleted meanwhile, "
+            "and the copy discarded"
+        )
