@@ -45,7 +45,7 @@ def _scan(core: SaverCore) -> Op[tuple[dict[str, set[str]], list[Problem]]]:
     problems: list[Problem] = []
     for raw in (yield ScanKeys(core.keys.all_keys_pattern())):
         key = raw.decode()
-        if core.keys.is_metadata_index(key):
+        if core.keys.is_global(key):
             continue  # global; each checkpoint's own entries are checked with its thread
         tag = _tag_of(key)
         if tag is None:

@@ -343,9 +343,7 @@ class SaverCore:
     def finish_reaping(self, thread_id: str) -> Op[None]:
         """Reap, in bounded steps, the garbage an earlier delete, prune or copy of the thread
         left (also one whose client died midway); writers wait for it."""
-        tag = self.keys.tag(thread_id)
-        while (yield ScriptCall("reap_thread", (self.keys.gc(tag),), (self.keys.prefix, tag))):
-            pass
+        yield from bulk.finish_reaping(self, thread_id)
 
     def put_writes(
         self,
@@ -645,6 +643,10 @@ class SaverCore:
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
         yield from bulk.copy_thread(self, source_thread_id, target_thread_id)
+
+
+def _first_page(limit: int | None) -> int:
+    return LIST_PAGE if limit is None else min(limit, LIST_PAGE)
 
 
 def _indexable(canonical: str) -> bool:
