@@ -4,14 +4,15 @@ reply and error, and a script the server lost is loaded again."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 import redis
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, ValueTooLargeError
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import RoundTrips, new_prefix
+from .conftest import PrivateServer, RoundTrips, new_prefix
 from .test_contract import cfg, make_checkpoint
 
 
@@ -90,3 +91,30 @@ async def test_both_modes_store_the_same(server_url: str, auto_pipeline: bool) -
         await asyncio.gather(*(put_one(saver, "same", i) for i in range(10)))
         listed = [t.checkpoint["channel_values"]["v"] async for t in saver.alist(cfg("same"))]
     assert sorted(listed) == list(range(10))
+
+
+@pytest.mark.parametrize("big", [2_000_000, 20_000_000])
+async def test_an_oversized_value_fails_only_its_own_call(tmp_path: Path, big: int) -> None:
+    """Redis drops the connection on a value over proto-max-bulk-len: that must not fail the
+    other calls that share a pipeline with it, and the caller learns what was wrong."""
+    server = PrivateServer(tmp_path, **{"proto-max-bulk-len": "1mb"}).start()
+    try:
+        async with AsyncRedisSaver(server.url, prefix="app") as saver:
+            await put_one(saver, "warm", 0)
+            results = await asyncio.gather(
+                *(put_one(saver, f"t{i}", f"message {i}") for i in range(14)),
+                put_one(saver, "huge", b"x" * big),
+                *(put_one(saver, f"t{i}", f"message {i}") for i in range(14, 29)),
+                return_exceptions=True,
+            )
+            errors = [r for r in results if isinstance(r, BaseException)]
+            assert [type(e) for e in errors] == [ValueTooLargeError]
+            assert f"a serialized value of {big + 6} bytes is larger" in str(errors[0])
+            tuples = await asyncio.gather(*(saver.aget_tuple(cfg(f"t{i}")) for i in range(29)))
+            assert [t.checkpoint["channel_values"] for t in tuples if t] == [
+                {"v": f"message {i}"} for i in range(29)
+            ]
+            assert await saver.aget_tuple(cfg("huge")) is None
+            assert await saver.acheck_invariants() == []
+    finally:
+        server.stop()

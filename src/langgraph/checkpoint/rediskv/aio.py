@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from .autopipeline import AutoPipeline
 from .base import (
@@ -36,7 +36,9 @@ from .base import (
 )
 from .check import Problem, check_store
 from .core import (
+    DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
+    MIN_BULK_LIMIT,
     Batch,
     Op,
     Request,
@@ -44,6 +46,8 @@ from .core import (
     ScriptCall,
     Stream,
     explain_response_error,
+    largest_arg,
+    refuse_oversized,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -167,7 +171,19 @@ class AsyncRedisSaver(RedisSaverBase):
                 return [await self._send_now(call) for call in request.calls]
             return await self._send_now(request)
 
+    async def _bulk_limit(self) -> int:
+        """The server's proto-max-bulk-len, asked once (the default when CONFIG is denied)."""
+        if self._max_bulk is None:
+            try:
+                reply = await self._client.config_get("proto-max-bulk-len")
+                self._max_bulk = int(reply["proto-max-bulk-len"])  # type: ignore[arg-type]
+            except (RedisError, KeyError, TypeError, ValueError):
+                self._max_bulk = DEFAULT_BULK_LIMIT
+        return self._max_bulk
+
     async def _send_now(self, request: Request) -> Any:
+        if largest_arg(request) > MIN_BULK_LIMIT:
+            refuse_oversized(request, await self._bulk_limit())
         try:
             if isinstance(request, ScriptCall):
                 if self._pipeline is not None:

@@ -16,7 +16,7 @@ import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
-from .core import ScriptCall
+from .core import MIN_BULK_LIMIT, ScriptCall, largest_arg
 
 Pending = tuple[ScriptCall, "asyncio.Future[Any]"]
 
@@ -34,6 +34,10 @@ class AutoPipeline:
         self._tasks: set[asyncio.Task[None]] = set()  # strong references to queued sends
 
     async def call(self, call: ScriptCall) -> Any:
+        if largest_arg(call) > MIN_BULK_LIMIT:
+            # a very large value goes alone: should the server refuse it, it drops the
+            # connection, which must not fail the calls of other graphs
+            return await self._script(call)
         if self._in_flight < MAX_IN_FLIGHT:  # a quiet line: straight out
             self._in_flight += 1
             try:

@@ -46,6 +46,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
     _serde: SerializerProtocol = JsonPlusSerializer()
     _owns_client: bool
     _url: str
+    _max_bulk: int | None = None  # the server's proto-max-bulk-len, once asked
 
     def _setup(
         self,

@@ -30,7 +30,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from redis.exceptions import OutOfMemoryError
+from redis.exceptions import OutOfMemoryError, ResponseError
 
 from . import bulk
 from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
@@ -54,6 +54,10 @@ SCAN_COUNT = 1000
 BATCH_SIZE = 500
 # checkpoints a reindex_thread call visits at most
 REINDEX_STEP = 500
+# proto-max-bulk-len cannot be set below 1 MB, and is 512 MB unless set: only calls with an
+# argument longer than the first need a look at the server's limit.
+MIN_BULK_LIMIT = 1 << 20
+DEFAULT_BULK_LIMIT = 512 << 20
 # A put retried after "REAPING" or missing blobs: each retry makes progress, so a few suffice.
 _PUT_ATTEMPTS = 5
 
@@ -118,10 +122,23 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
             "was written. Free memory (delete or prune threads, use a ttl) or raise maxmemory "
             f"({exc})"
         )
+    if "near '#'" in str(exc):
+        return ResponseError(
+            "the server cannot run this saver's scripts: they use Redis 7 script flags, so "
+            f"the saver needs Redis 7.0 or later, or Valkey 7.2 or later ({exc})"
+        )
     if "bulk length" not in str(exc):
         return exc
+    return ValueTooLargeError(
+        f"a serialized value of {largest_arg(request)} bytes is larger than the server "
+        f"accepts (its proto-max-bulk-len); nothing was written ({exc})"
+    )
+
+
+def largest_arg(request: Request) -> int:
+    """The length of the longest argument a request sends."""
     calls = request.calls if isinstance(request, Batch) else [request]
-    largest = max(
+    return max(
         (
             len(a)
             for call in calls
@@ -131,10 +148,18 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
         ),
         default=0,
     )
-    return ValueTooLargeError(
-        f"a serialized value of {largest} bytes is larger than the server accepts "
-        f"(its proto-max-bulk-len); nothing was written ({exc})"
-    )
+
+
+def refuse_oversized(request: Request, limit: int) -> None:
+    """Raise ValueTooLargeError, before anything is sent, for a request with an argument
+    longer than the server's proto-max-bulk-len: the server would drop the connection, and
+    with it every other call in flight on it."""
+    largest = largest_arg(request)
+    if largest > limit:
+        raise ValueTooLargeError(
+            f"a serialized value of {largest} bytes is larger than the server accepts (its "
+            f"proto-max-bulk-len is {limit}); nothing was written"
+        )
 
 
 def thread_id_of(config: RunnableConfig | None) -> str:

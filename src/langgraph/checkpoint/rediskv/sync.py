@@ -36,13 +36,17 @@ from .base import (
 )
 from .check import Problem, check_store
 from .core import (
+    DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
+    MIN_BULK_LIMIT,
     Op,
     Request,
     ScanKeys,
     ScriptCall,
     Stream,
     explain_response_error,
+    largest_arg,
+    refuse_oversized,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -155,6 +159,8 @@ class RedisSaver(RedisSaverBase):
 
     # -- transport -----------------------------------------------------------------------
     def _send(self, request: Request) -> Any:
+        if largest_arg(request) > MIN_BULK_LIMIT:
+            refuse_oversized(request, self._bulk_limit())
         try:
             if isinstance(request, ScriptCall):
                 return self._scripts[request.name](keys=request.keys, args=request.args)
@@ -177,6 +183,16 @@ class RedisSaver(RedisSaverBase):
             if explained is exc:
                 raise
             raise explained from exc
+
+    def _bulk_limit(self) -> int:
+        """The server's proto-max-bulk-len, asked once (the default when CONFIG is denied)."""
+        if self._max_bulk is None:
+            try:
+                reply = self._client.config_get("proto-max-bulk-len")
+                self._max_bulk = int(reply["proto-max-bulk-len"])  # type: ignore[arg-type]
+            except (redis.RedisError, KeyError, TypeError, ValueError):
+                self._max_bulk = DEFAULT_BULK_LIMIT
+        return self._max_bulk
 
     def _run(self, op: Op[T]) -> T:
         reply: Any = None
