@@ -15,9 +15,8 @@
   ARGV[4]  checkpoint id (raw), "" for the latest of the namespace
   ARGV[5]  "0": ARGV[4] is the target, the walk starts at its parent;
            "1": ARGV[4] is the cursor of an earlier reply, the walk starts at it
-  ARGV[6]  budget: at most this many ancestors are visited (LangGraph snapshots every delta
-           channel at least every 5,000 supersteps, so a budget of 10,000 is never reached
-           by the threads it writes; the budget only bounds how long the server is busy)
+  ARGV[6]  budget: at most this many ancestors are visited, which bounds how long the server
+           is busy; the client goes on from the cursor
   ARGV[7]  the saver's default ttl in seconds (0: none); the thread's own setting wins. Every
            key the walk reads gets a fresh expiry (none with ttl 0), refresh_on_read or not: the
            chain is part of the state of the checkpoints after it, and put_checkpoint.lua

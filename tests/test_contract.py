@@ -360,3 +360,15 @@ def test_a_filter_with_thousands_of_keys(saver: RedisSaver) -> None:
     assert listed_ids(saver, cfg("t"), filter=wide) == [match]
     assert listed_ids(saver, None, filter=wide) == [match]
     assert listed_ids(saver, cfg("t"), filter={**wide, "k7999": 0}) == []
+
+
+def test_list_of_every_thread_goes_past_a_long_stretch_the_filter_rejects(
+    saver: RedisSaver,
+) -> None:
+    """A thread's first page may come back empty, with a cursor, when the filter rejects more
+    checkpoints than one call examines: the merge must go on reading that thread."""
+    [old] = chain(saver, "t", [{"topic": "billing"}])
+    chain(saver, "t", [{"topic": "smalltalk"} for _ in range(2500)])
+    [other] = chain(saver, "u", [{"topic": "billing"}])
+    assert listed_ids(saver, cfg("t"), filter={"topic": "billing"}) == [old]
+    assert listed_ids(saver, None, filter={"topic": "billing"}) == [other, old]

@@ -609,17 +609,28 @@ class SaverCore:
             if pages[i]:
                 heapq.heappush(heap, (_Newest(pages[i][0][1]), i, 0))
 
-        for start in range(0, len(thread_ids), BATCH_SIZE):
-            chunk = range(start, min(start + BATCH_SIZE, len(thread_ids)))
-            replies = yield Batch(
-                [
-                    self._list_call(thread_ids[i], None, "", before_id, page, filter_args)
-                    for i in chunk
-                ]
-            )
-            for i, reply in zip(chunk, replies, strict=True):
-                take(i, reply)
+        def fetch(threads: Sequence[int]) -> Op[None]:
+            """The next page of each thread, fetched until it holds a checkpoint or the
+            thread is done: a page may come back empty with a cursor (a long stretch that
+            the filter rejects), and the merge can only go on once every thread's next
+            checkpoint is known."""
+            waiting = list(threads)
+            while waiting:
+                for start in range(0, len(waiting), BATCH_SIZE):
+                    chunk = waiting[start : start + BATCH_SIZE]
+                    replies = yield Batch(
+                        [
+                            self._list_call(
+                                thread_ids[i], None, "", cursors[i] or "", page, filter_args
+                            )
+                            for i in chunk
+                        ]
+                    )
+                    for i, reply in zip(chunk, replies, strict=True):
+                        take(i, reply)
+                waiting = [i for i in waiting if not pages[i] and cursors[i] is not None]
 
+        yield from fetch(range(len(thread_ids)))
         emitted = 0
         while heap:
             _, i, pos = heapq.heappop(heap)
@@ -630,10 +641,8 @@ class SaverCore:
             if pos + 1 < len(pages[i]):
                 heapq.heappush(heap, (_Newest(pages[i][pos + 1][1]), i, pos + 1))
             elif cursors[i] is not None:
-                reply = yield self._list_call(
-                    thread_ids[i], None, "", cursors[i] or "", page, filter_args
-                )
-                take(i, reply)
+                pages[i] = []
+                yield from fetch([i])
 
     def _scan_thread_ids(self) -> Op[list[str]]:
         keys = yield ScanKeys(self.keys.thread_pattern())

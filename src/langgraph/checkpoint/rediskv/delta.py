@@ -20,11 +20,12 @@ from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, get_che
 from .core import Op, SaverCore, ScriptCall, thread_id_of
 from .keys import encode_part
 
-# Ancestors one script call visits at most. LangGraph snapshots every delta channel at least
-# every 5,000 supersteps (DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT), so the threads it writes never
-# need a second call; a longer walk (a raised bound, hand-written checkpoints) goes on in further
-# calls from the cursor the script returns, so no single call keeps the server busy for long.
-HISTORY_BUDGET = 10_000
+# Ancestors one script call visits at most: about 25 ms of server time (measured by
+# benchmarks/server_time.py; 10,000 took 135 ms). LangGraph snapshots every delta channel at
+# least every 5,000 supersteps (DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT), and at the default
+# snapshot frequency far sooner, so a walk takes one call, and at worst three; it goes on from
+# the cursor the script returns, so no single call keeps the server busy for long.
+HISTORY_BUDGET = 2_000
 
 
 def get_delta_channel_history(
