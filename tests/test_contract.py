@@ -3,6 +3,11 @@ write semantics, storage layout and the extended operations."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -372,3 +377,40 @@ def test_list_of_every_thread_goes_past_a_long_stretch_the_filter_rejects(
     [other] = chain(saver, "u", [{"topic": "billing"}])
     assert listed_ids(saver, cfg("t"), filter={"topic": "billing"}) == [old]
     assert listed_ids(saver, None, filter={"topic": "billing"}) == [other, old]
+
+
+def test_filters_on_values_beyond_json_match_in_every_process(
+    saver: RedisSaver, server_url: str
+) -> None:
+    """A set is written by a process with another hash seed (another iteration order); dicts
+    holding datetimes come in other key orders; one instant is written in two time zones."""
+    tags = {f"tag-{i}" for i in range(40)}
+    writer = (
+        "import sys\n"
+        "from langgraph.checkpoint.rediskv import RedisSaver\n"
+        "from tests.test_contract import chain\n"
+        f"with RedisSaver({server_url!r}, prefix={saver.prefix!r}) as s:\n"
+        f"    print(chain(s, 'other-process', [{{'tags': set({sorted(tags)!r})}}])[0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", writer],
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        cwd=Path(__file__).parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    written = done.stdout.strip()
+    assert listed_ids(saver, None, filter={"tags": set(tags)}) == [written]
+    assert listed_ids(saver, None, filter={"tags": frozenset(tags)}) == [written]
+
+    when = datetime(2026, 11, 22, 9, 30, tzinfo=timezone.utc)
+    berlin = when.astimezone(timezone(timedelta(hours=1)))
+    [first] = chain(saver, "t", [{"event": {"at": when, "kind": "call"}}])
+    [second] = chain(saver, "u", [{"event": {"kind": "call", "at": berlin}}])
+    assert listed_ids(saver, None, filter={"event": {"kind": "call", "at": when}}) == [
+        second,
+        first,
+    ]
+    naive = when.replace(tzinfo=None)
+    assert listed_ids(saver, None, filter={"event": {"kind": "call", "at": naive}}) == []

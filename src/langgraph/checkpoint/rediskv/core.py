@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import json
-import math
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -33,6 +31,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.exceptions import OutOfMemoryError, ResponseError
 
 from . import bulk
+from .canonical import canonical
 from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
 from .settings import TTLSettings
 
@@ -173,25 +172,6 @@ def thread_id_of(config: RunnableConfig | None) -> str:
     return str(thread_id)
 
 
-def _normalize_json(value: Any) -> Any:
-    """A JSON-ready copy of ``value`` in which equal Python values are equal, or TypeError."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise TypeError("non-finite float")
-        return int(value) if value.is_integer() else value
-    if isinstance(value, (list, tuple)):
-        return [_normalize_json(v) for v in value]
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
-            raise TypeError("non-string key")
-        return {k: _normalize_json(v) for k, v in value.items()}
-    raise TypeError(type(value).__name__)
-
-
 @dataclass(frozen=True, slots=True)
 class SaverCore:
     """Key building, argument encoding and reply decoding for one saver."""
@@ -234,15 +214,10 @@ class SaverCore:
         return self.serde.loads_typed((type_.decode(), data))
 
     def canonical(self, value: Any) -> str:
-        """The metadata filter form of a value: equal values give equal strings, and values
-        of different JSON types never do (``7`` is not ``"7"``)."""
-        try:
-            return json.dumps(
-                _normalize_json(value), sort_keys=True, separators=(",", ":"), allow_nan=False
-            )
-        except TypeError:
-            # not JSON: compare the serializer's bytes instead
-            return "\0" + self.dumps(value, f"the metadata value {value!r}").hex()
+        """The metadata filter form of a value (see :mod:`.canonical`): equal values give
+        equal strings in every process, and values of different JSON types never do (``7``
+        is not ``"7"``)."""
+        return canonical(value, lambda v: self.dumps(v, f"the metadata value {v!r}"))
 
     @staticmethod
     def _write_record(task_path: str, channel: str, stored: bytes) -> bytes:
