@@ -42,16 +42,16 @@ local function reach(key)
   return seen[key]
 end
 
-local function blob_index(ns) return prefix .. ":bi:" .. tag .. ":" .. ns end
+local function loose_blobs(ns) return prefix .. ":lb:" .. tag .. ":" .. ns end
 
 -- one namespace; `at` is "" (start), "i<id>" (checkpoints after id), "w<n>" / "b<n>" (SSCAN
--- cursor n of the writes index / the blob index)
+-- cursor n of the writes index / the loose blobs)
 local function visit(ns, at)
   if used >= budget then return at end
   local index = K.index(ns)
   if at == "" then
     local has_index, has_writes = reach(index), reach(K.writes_index(ns))
-    reach(blob_index(ns))
+    reach(loose_blobs(ns))
     if not has_index and not has_writes then report("namespace without index", index) end
     at = "i"
   end
@@ -79,7 +79,7 @@ local function visit(ns, at)
       end
       at = (#ids < 100) and "w0" or ("i" .. ids[#ids])
     else
-      local set = (phase == "w") and K.writes_index(ns) or blob_index(ns)
+      local set = (phase == "w") and K.writes_index(ns) or loose_blobs(ns)
       local reply = redis.call("SSCAN", set, pos, "COUNT", 100)
       for _, member in ipairs(reply[2]) do
         if phase == "w" then

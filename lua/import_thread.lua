@@ -61,22 +61,37 @@ end
 
 local ttl = thread_ttl(K, tonumber(ARGV[3]))
 local written = 0
-local blob_indexed = {}  -- ns -> whether the target keeps a blob index there (put does)
 local i = 6
 while i <= #ARGV do
   local kind, ns = ARGV[i], ARGV[i + 1]
   if kind == "b" then
     local ref = ARGV[i + 2]
-    local key, bi = K.blob(ns, ref), blob_index_key(prefix, tag, ns)
+    local key = K.blob(ns, ref)
     redis.call("SET", key, ARGV[i + 3])
     expire(key, ttl)
-    if blob_indexed[ns] == nil then blob_indexed[ns] = redis.call("EXISTS", bi) == 1 end
-    if blob_indexed[ns] then redis.call("SADD", bi, ref) end
     i = i + 4
   else
     local id, count = ARGV[i + 2], tonumber(ARGV[i + 3])
     local key = (kind == "c") and K.checkpoint(ns, id) or K.writes(ns, id)
-    if kind == "c" then unindex_checkpoint(K, ns, id, redis.call("HGET", key, "ix")) end
+    if kind == "c" then
+      -- a record replaced: its blobs that the new one does not reference become loose (other
+      -- checkpoints may still use them; a delete or prune of the thread finds them there)
+      local old = redis.call("HMGET", key, "ix", "bv")
+      unindex_checkpoint(K, ns, id, old[1])
+      if old[2] then
+        local new_refs = {}
+        for j = 0, count - 1 do
+          if ARGV[i + 4 + 2 * j] == "bv" then
+            for _, ref in ipairs(split_refs(ARGV[i + 5 + 2 * j])) do new_refs[ref] = true end
+          end
+        end
+        local lb = loose_blobs_key(prefix, tag, ns)
+        for _, ref in ipairs(split_refs(old[2])) do
+          if not new_refs[ref] then redis.call("SADD", lb, ref) end
+        end
+        expire(lb, ttl)
+      end
+    end
     redis.call("DEL", key)
     for j = 0, count - 1 do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]

@@ -14,13 +14,16 @@
 --   P:gc:{T}              SET   pending jobs "<kind>:<n>"; exists exactly while one is pending
 --   P:gc:{T}:<n>          HASH  a job's progress (cursors), for the kinds that keep one
 --   P:gc:{T}:<n>:<part>   the job's containers (a renamed thread root, old indexes ...)
---   P:bi:{T}:N            SET   blob refs "C:V" of namespace N (the blob index): besides the
---                               bv fields, it lets a delete find every blob ever written
+--   P:lb:{T}:N            SET   loose blobs: refs "C:V" of namespace N that a replaced checkpoint
+--                               referenced (a re-put id, a copy onto the same id), which no
+--                               bv may lead to any more; with the bv fields, a delete finds
+--                               every blob. Empty (absent) unless ids were replaced: no cost
+--                               per checkpoint.
 --
 -- Kinds: del (delete_thread), copy (an unpublished copy_thread: discarded like a delete),
 -- prune (keep_latest), runs (delete_for_runs), ttl (set_thread_ttl).
 
-local function blob_index_key(prefix, tag, ns) return prefix .. ":bi:" .. tag .. ":" .. ns end
+local function loose_blobs_key(prefix, tag, ns) return prefix .. ":lb:" .. tag .. ":" .. ns end
 
 local function jobspace(prefix, tag, n)
   local G = {}
@@ -60,8 +63,8 @@ local function copy_expiry(from_left, key)
 end
 
 -- Remove the keys of one checkpoint of a thread that goes whole (the run indexes go whole
--- too, so they are not updated); its blob refs go into the namespace's blob index, so that
--- blobs only bv knows (written before the blob index existed) are found as well.
+-- too, so they are not updated); its blob refs join the namespace's loose blobs, which are
+-- unlinked after the checkpoints.
 local function unlink_checkpoint(K, bi, ns, id)
   local cp = K.checkpoint(ns, id)
   local fields = redis.call("HMGET", cp, "bv", "ix")
@@ -86,7 +89,7 @@ end
 -- namespace is gone.
 local function reap_namespace(K, prefix, tag, ns, budget)
   local used = 0
-  local index, bi = K.index(ns), blob_index_key(prefix, tag, ns)
+  local index, bi = K.index(ns), loose_blobs_key(prefix, tag, ns)
   while used < budget do
     local ids = redis.call("ZRANGE", index, 0, 199)
     if #ids == 0 then break end
@@ -99,7 +102,7 @@ local function reap_namespace(K, prefix, tag, ns, budget)
     for _, id in ipairs(ids) do redis.call("UNLINK", K.writes(ns, id)) end
     used = used + #ids + 2
   end
-  while used < budget do  -- every blob ever written in the namespace
+  while used < budget do  -- every blob: those the checkpoints referenced, and loose ones
     local refs = take(bi, 500)
     if #refs == 0 then break end
     for _, ref in ipairs(refs) do redis.call("UNLINK", K.blob(ns, ref)) end
@@ -134,7 +137,7 @@ end
 -- latest checkpoint and the ancestors its delta channels read), so readers see the pruned
 -- namespace at once; the old indexes become the job's and are reaped in steps.
 local function prune_swap(K, prefix, tag, G, ns)
-  local index, wi, bi = K.index(ns), K.writes_index(ns), blob_index_key(prefix, tag, ns)
+  local index, wi, bi = K.index(ns), K.writes_index(ns), loose_blobs_key(prefix, tag, ns)
   local latest  -- the newest entry whose checkpoint is there (dangling entries may lead)
   for _, id in ipairs(redis.call("ZREVRANGE", index, 0, 99)) do
     if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
@@ -150,24 +153,22 @@ local function prune_swap(K, prefix, tag, G, ns)
   local left = redis.call("PTTL", index)
   if redis.call("EXISTS", index) == 1 then redis.call("RENAME", index, G.ns_part("i", ns)) end
   if redis.call("EXISTS", wi) == 1 then redis.call("RENAME", wi, G.ns_part("w", ns)) end
-  -- the blob index is rebuilt when the namespace has one (put_checkpoint maintains it)
-  local has_bi = redis.call("EXISTS", bi) == 1
-  if has_bi then redis.call("RENAME", bi, G.ns_part("b", ns)) end
+  -- loose blobs go with the old indexes: whatever no kept checkpoint references goes
+  if redis.call("EXISTS", bi) == 1 then redis.call("RENAME", bi, G.ns_part("b", ns)) end
   for _, id in ipairs(keep) do
     redis.call("ZADD", index, 0, id)
     if redis.call("EXISTS", K.writes(ns, id)) == 1 then redis.call("SADD", wi, id) end
     local refs = split_refs(redis.call("HGET", K.checkpoint(ns, id), "bv"))
-    -- kept refs: in the new blob index, or (without one) in a set of the job's
-    if #refs > 0 then redis.call("SADD", has_bi and bi or G.ns_part("k", ns), unpack(refs)) end
+    if #refs > 0 then redis.call("SADD", G.ns_part("k", ns), unpack(refs)) end
   end
-  for _, key in ipairs({ index, wi, bi }) do copy_expiry(left, key) end
+  for _, key in ipairs({ index, wi }) do copy_expiry(left, key) end
   redis.call("SADD", G.part("reap"), ns)
   return 10 + 5 * #keep
 end
 
 -- prune, one namespace after its swap: what the old indexes list and the new ones do not.
 local function prune_reap(K, prefix, tag, G, ns, budget)
-  local index, bi = K.index(ns), blob_index_key(prefix, tag, ns)
+  local index = K.index(ns)
   local old_i, old_w, old_b = G.ns_part("i", ns), G.ns_part("w", ns), G.ns_part("b", ns)
   local kept = G.ns_part("k", ns)
   local used = 0
@@ -200,11 +201,11 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     local refs = take(old_b, 500)
     if #refs == 0 then break end
     for _, ref in ipairs(refs) do
-      if redis.call("SISMEMBER", bi, ref) == 0 and redis.call("SISMEMBER", kept, ref) == 0 then
+      if redis.call("SISMEMBER", kept, ref) == 0 then
         redis.call("UNLINK", K.blob(ns, ref))
       end
     end
-    used = used + 3 * #refs + 2
+    used = used + 2 * #refs + 2
   end
   if used >= budget then return used, false end
   redis.call("UNLINK", kept)
@@ -313,7 +314,7 @@ local function reap_runs(K, prefix, tag, G, budget)
       phase = "done"
       break
     end
-    local live, bi = G.ns_part("l", ns), blob_index_key(prefix, tag, ns)
+    local live, bi = G.ns_part("l", ns), loose_blobs_key(prefix, tag, ns)
     local ids = take(G.ns_part("d", ns), 200)
     for _, id in ipairs(ids) do
       local refs = {}
@@ -381,7 +382,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
       break
     end
     current = ns
-    local bi = blob_index_key(prefix, tag, ns)
+    local bi = loose_blobs_key(prefix, tag, ns)
     if phase == "i" then
       local lower = (cursor == "") and "-" or ("(" .. cursor)
       local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)

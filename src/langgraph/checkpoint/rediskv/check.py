@@ -20,7 +20,7 @@ from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall
 
 ORPHAN = "key not reachable from any index"
 # keys examined per check_thread call (about 10 ms of server time)
-CHECK_STEP = 5000
+CHECK_STEP = 1500
 
 
 @dataclass(frozen=True, slots=True)

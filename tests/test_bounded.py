@@ -1,0 +1,264 @@
+"""Whole-thread operations in bounded steps (issue 11, defects 5, 8, 11, 12, 13).
+
+No script call may hold the server longer than 50 ms, measured with SLOWLOG on a private
+server; a delete is invisible from its first step, a copy until it is published, and a job
+whose client stopped midway is finished by the next writer or by check_invariants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from langgraph.checkpoint.rediskv import RedisSaver, bulk
+from langgraph.checkpoint.rediskv.core import Batch, Op, ScriptCall
+from langgraph.checkpoint.rediskv.keys import KeySchema
+
+from .conftest import PrivateServer, keys_of
+from .test_contract import cfg, make_checkpoint
+
+BUDGET_MS = 50.0
+
+
+def build_chain(
+    saver: RedisSaver, thread: str, count: int, *, ns: str = "", writes_every: int = 10
+) -> list[str]:
+    """A chain of `count` checkpoints sent in pipelines (not one round trip each): channel
+    "n" changes at every step, "c" never does (one blob shared by all), runs of 100."""
+    core = saver._core
+    calls: list[ScriptCall] = []
+    ids: list[str] = []
+    parent: str | None = None
+    for i in range(count):
+        versions = {"n": f"{i + 1:08d}", "c": "00000001"}
+        checkpoint = make_checkpoint({"n": i, "c": "constant"}, versions)
+        new_versions = {"n": versions["n"]} if i else versions
+        config = cfg(thread, ns, parent)
+        metadata = {"source": "loop", "step": i, "run_id": f"run-{i // 100}"}
+        op = core.put(config, checkpoint, metadata, new_versions)
+        request = next(op)
+        # requests before the put itself (registering the metadata index ...) go one by one
+        while not (isinstance(request, ScriptCall) and request.name == "put_checkpoint"):
+            request = op.send(saver._send(request))
+        calls.append(request)  # type: ignore[arg-type]
+        if writes_every and i % writes_every == 0:
+            wconfig = cfg(thread, ns, checkpoint["id"])
+            calls.append(next(core.put_writes(wconfig, [("n", i)], f"task-{i}")))
+        parent = checkpoint["id"]
+        ids.append(parent)
+    for start in range(0, len(calls), 1000):
+        replies = saver._send(Batch(calls[start : start + 1000]))
+        assert all(not isinstance(r, bytes) for r in replies), replies[:3]
+    return ids
+
+
+def drive(saver: RedisSaver, op: Op[Any], steps: int) -> None:
+    """Send the first `steps` requests of an operation, then stop, as a client that dies."""
+    reply: Any = None
+    for _ in range(steps):
+        reply = saver._send(op.send(reply))
+    op.close()
+
+
+@pytest.fixture
+def slow_server(private_server: PrivateServer) -> Iterator[redis.Redis]:
+    admin = redis.Redis(port=private_server.port)
+    admin.config_set("slowlog-log-slower-than", 2000)  # µs
+    admin.config_set("slowlog-max-len", 100000)
+    yield admin
+    admin.close()
+
+
+def worst_script_ms(admin: redis.Redis) -> tuple[float, str]:
+    entries = admin.slowlog_get(100000)
+    admin.slowlog_reset()
+    worst = (0.0, "")
+    for entry in entries:
+        command = entry["command"]
+        if isinstance(command, bytes):
+            command = command.decode(errors="replace")
+        if command.upper().startswith(("EVALSHA", "EVAL")):
+            worst = max(worst, (entry["duration"] / 1000, command[:60]))
+    return worst
+
+
+def test_no_script_call_holds_the_server_long_on_a_giant_thread(
+    private_server: PrivateServer, slow_server: redis.Redis
+) -> None:
+    """20,000 checkpoints in one namespace and 500 namespaces: every whole-thread operation
+    works in steps of well under 50 ms (one script call took 0.5-1.5 s before)."""
+    admin = slow_server
+    with RedisSaver(private_server.url, prefix="g") as saver:
+        ids = build_chain(saver, "giant", 20_000)
+        for n in range(500):
+            build_chain(saver, "wide", 3, ns=f"sub{n}", writes_every=2)
+        admin.slowlog_reset()
+        measured: dict[str, float] = {}
+
+        def measure(name: str, action: Any) -> None:
+            action()
+            measured[name] = worst_script_ms(admin)[0]
+
+        measure("set_thread_ttl", lambda: saver.set_thread_ttl("giant", 60))
+        measure("pin_thread", lambda: saver.pin_thread("giant"))
+        measure("unpin_thread", lambda: saver.unpin_thread("giant"))
+        measure("check_invariants", lambda: saver.check_invariants())
+        measure("copy_thread", lambda: saver.copy_thread("giant", "giant-copy"))
+        assert len(list(saver.list(cfg("giant-copy"), limit=5))) == 5
+        measure("delete_for_runs", lambda: saver.delete_for_runs(["run-3", "run-150"]))
+        measure("prune", lambda: saver.prune(["giant-copy", "wide"]))
+        measure("delete_thread", lambda: saver.delete_thread("giant"))
+        measure("delete_thread wide", lambda: saver.delete_thread("wide"))
+        assert saver.check_invariants() == []
+        assert saver.get_tuple(cfg("giant")) is None
+        tup = saver.get_tuple(cfg("giant-copy"))
+        assert tup is not None and tup.checkpoint["id"] == ids[-1]
+        assert len(list(saver.list(cfg("giant-copy")))) == 1
+    print(measured)
+    assert max(measured.values()) < BUDGET_MS, measured
+
+
+def test_a_deleted_thread_is_gone_after_the_first_step_and_a_writer_finishes_the_job(
+    saver: RedisSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "REAP_STEP", 50)  # many steps for a small thread
+    ids = build_chain(saver, "t", 300)
+    build_chain(saver, "other", 3)
+    drive(saver, saver._core.delete_thread("t"), 1)  # the client dies after one step
+    keys = KeySchema(saver.prefix)
+    assert client.exists(keys.gc(keys.tag("t")))  # garbage pending
+    assert saver.get_tuple(cfg("t")) is None
+    assert saver.get_tuple(cfg("t", checkpoint_id=ids[5])) is None
+    assert list(saver.list(cfg("t"))) == []
+    assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"other"}
+    by_index = saver.list(None, filter={"run_id": "run-0"})  # the global metadata index
+    assert {t.config["configurable"]["thread_id"] for t in by_index} == {"other"}
+    # the next writer reaps the rest first
+    fresh = make_checkpoint({"n": "new"}, {"n": "1"})
+    saver.put(cfg("t"), fresh, {}, {"n": "1"})
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [fresh["id"]]
+    assert saver.check_invariants() == []
+
+
+def test_check_invariants_finishes_an_interrupted_delete(
+    saver: RedisSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "REAP_STEP", 50)
+    build_chain(saver, "t", 200)
+    drive(saver, saver._core.delete_thread("t"), 2)
+    assert saver.check_invariants() == []
+    assert keys_of(client, KeySchema(saver.prefix).thread_keys_pattern("t")) == []
+
+
+def test_a_copy_is_invisible_until_published_and_discarded_when_abandoned(
+    saver: RedisSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 20)
+    ids = build_chain(saver, "src", 100)
+    # begin, then export/import chunk pairs: stop after a few chunks
+    drive(saver, saver._core.copy_thread("src", "dst"), 7)
+    assert saver.get_tuple(cfg("dst")) is None
+    assert saver.get_tuple(cfg("dst", checkpoint_id=ids[0])) is None
+    assert list(saver.list(cfg("dst"))) == []
+    assert "dst" not in {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+    # a later copy discards the abandoned one and publishes whole
+    saver.copy_thread("src", "dst")
+    assert [t.checkpoint["id"] for t in saver.list(cfg("dst"))] == ids[::-1]
+    assert saver.check_invariants() == []
+    # abandoned again, then deleted: nothing of it stays
+    saver.delete_thread("dst")
+    drive(saver, saver._core.copy_thread("src", "dst"), 5)
+    saver.delete_thread("dst")
+    assert keys_of(client, KeySchema(saver.prefix).thread_keys_pattern("dst")) == []
+    assert saver.check_invariants() == []
+
+
+def test_set_thread_ttl_never_shortens_shared_metadata_indexes(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    """Defect 5: setting one thread's ttl expired the metadata indexes all threads share."""
+    for t in ("a", "b"):
+        build_chain(saver, t, 3, writes_every=0)
+    saver.set_thread_ttl("a", 1)
+    mi = [k for k in keys_of(client, f"{saver.prefix}:mi:*")]
+    assert mi and {client.ttl(k) for k in mi} == {-1}
+    saver.pin_thread("a")
+    saver.unpin_thread("a")
+    assert {client.ttl(k) for k in mi} == {-1}
+    found = {
+        t.config["configurable"]["thread_id"] for t in saver.list(None, filter={"source": "loop"})
+    }
+    assert found == {"a", "b"}
+
+
+def test_a_metadata_index_of_one_thread_alone_follows_its_ttl(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    build_chain(saver, "a", 3, writes_every=0)
+    saver.set_thread_ttl("a", 1)
+    assert {0 < client.ttl(k) <= 60 for k in keys_of(client, f"{saver.prefix}:mi:*")} == {True}
+
+
+def test_delete_removes_blobs_left_by_a_copy_onto_the_same_ids(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    """Defect 11: the target's blobs of the replaced records stayed after delete_thread."""
+    first = make_checkpoint({"n": "target value"}, {"n": "1"})
+    saver.put(cfg("dst"), first, {}, {"n": "1"})
+    same_id = {**make_checkpoint({"n": "source value"}, {"n": "2"}), "id": first["id"]}
+    saver.put(cfg("src"), same_id, {}, {"n": "2"})
+    saver.copy_thread("src", "dst")
+    tup = saver.get_tuple(cfg("dst"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"n": "source value"}
+    saver.delete_thread("dst")
+    assert keys_of(client, KeySchema(saver.prefix).thread_keys_pattern("dst")) == []
+
+
+def test_orphan_writes_are_reported_and_pruned(saver: RedisSaver) -> None:
+    """Defect 13: writes stored for a pruned checkpoint stayed, and the checker was silent."""
+    ids = build_chain(saver, "t", 3, writes_every=0)
+    saver.prune(["t"])
+    saver.put_writes(cfg("t", checkpoint_id=ids[0]), [("n", "late")], "late-task")
+    problems = saver.check_invariants()
+    assert [p.problem for p in problems] == ["writes without checkpoint"]
+    saver.prune(["t"])
+    assert saver.check_invariants() == []
+    tup = saver.get_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["id"] == ids[-1]
+
+
+def test_delete_thread_removes_orphan_writes(saver: RedisSaver, client: redis.Redis) -> None:
+    ids = build_chain(saver, "t", 3, writes_every=0)
+    saver.prune(["t"])
+    saver.put_writes(cfg("t", checkpoint_id=ids[0]), [("n", "late")], "late-task")
+    saver.delete_thread("t")
+    assert keys_of(client, KeySchema(saver.prefix).thread_keys_pattern("t")) == []
+
+
+@pytest.mark.parametrize("bad", ["abc", b"abc"])
+def test_prune_and_delete_for_runs_refuse_a_single_string(saver: RedisSaver, bad: Any) -> None:
+    """Defect 12: a str was taken character by character (threads "a", "b", "c" deleted)."""
+    build_chain(saver, "a", 2, writes_every=0)
+    with pytest.raises(TypeError, match="list"):
+        saver.prune(bad)
+    with pytest.raises(TypeError, match="list"):
+        saver.delete_for_runs(bad)
+    with pytest.raises(TypeError, match="list"):
+        saver.prune(bad, strategy="delete_all")
+    assert saver.get_tuple(cfg("a")) is not None
+
+
+def test_delete_for_runs_in_many_steps_keeps_the_rest_whole(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "REAP_STEP", 40)
+    ids = build_chain(saver, "t", 500)
+    saver.delete_for_runs(["run-1", "run-4"])
+    left = [t.checkpoint["id"] for t in saver.list(cfg("t"))]
+    assert left == [i for n, i in enumerate(ids) if n // 100 not in (1, 4)][::-1]
+    assert saver.check_invariants() == []
+    tup = saver.get_tuple(cfg("t", checkpoint_id=ids[250]))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"n": 250, "c": "constant"}
