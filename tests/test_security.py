@@ -38,6 +38,8 @@ SAVER_COMMANDS = [
     "hset", "hsetnx", "hget", "hmget", "hgetall", "hvals",
     "sadd", "srem", "smembers", "sismember", "scard", "srandmember",
     "zadd", "zrem", "zrange", "zrevrange", "zrevrangebylex", "zscore",
+    # whole-thread operations in bounded steps (include/reap.lua, include/walk.lua)
+    "rename", "sscan", "sunionstore",
 ]  # fmt: skip
 
 
