@@ -5,6 +5,7 @@ spread of threads over the nodes and a node restart mid-run."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from .conftest import LocalCluster, new_prefix
@@ -118,3 +119,122 @@ async def test_async_saver_on_the_cluster_with_gather(server_url: str) -> None:
             state = await graph.aget_state({"configurable": {"thread_id": f"a{n}"}})
             assert state.values == {"profile": "likes tea", "messages": expected_messages(3)}
         assert await saver.acheck_invariants() == []
+
+
+# -- a slot move under a thread (resharding, scaling): calls wait, nothing is half-written --
+class SlotMove:
+    """Move one slot from its node to another the way redis-cli --cluster reshard does:
+    IMPORTING on the target, MIGRATING on the source, MIGRATE of its keys, then SETSLOT NODE
+    on every node."""
+
+    def __init__(self, cluster: LocalCluster, slot: int) -> None:
+        self.slot = slot
+        self.admins = {n.port: redis.Redis(port=n.port) for n in cluster.nodes}
+        ids = {p: a.execute_command("CLUSTER", "MYID").decode() for p, a in self.admins.items()}
+        owner = next(
+            p
+            for p, a in self.admins.items()
+            if any(
+                s[0] <= slot <= s[1] and s[2][1] == p for s in a.execute_command("CLUSTER", "SLOTS")
+            )
+        )
+        self.source, self.target = (
+            self.admins[owner],
+            next(a for p, a in self.admins.items() if p != owner),
+        )
+        self.target_port = next(p for p, a in self.admins.items() if a is self.target)
+        self.source_id, self.target_id = ids[owner], ids[self.target_port]
+
+    def begin(self) -> None:
+        self.target.execute_command("CLUSTER", "SETSLOT", self.slot, "IMPORTING", self.source_id)
+        self.source.execute_command("CLUSTER", "SETSLOT", self.slot, "MIGRATING", self.target_id)
+
+    def move_keys(self, count: int) -> int:
+        keys = self.source.execute_command("CLUSTER", "GETKEYSINSLOT", self.slot, count)
+        if keys:
+            self.source.execute_command(
+                "MIGRATE", "127.0.0.1", self.target_port, "", 0, 5000, "KEYS", *keys
+            )
+        return len(keys)
+
+    def finish(self) -> None:
+        while self.move_keys(1000):
+            pass
+        for admin in (self.target, self.source, *self.admins.values()):
+            admin.execute_command("CLUSTER", "SETSLOT", self.slot, "NODE", self.target_id)
+
+    def close(self) -> None:
+        for admin in self.admins.values():
+            admin.close()
+
+
+def slot_of(client: RedisCluster, key: str) -> int:
+    return int(client.execute_command("CLUSTER", "KEYSLOT", key))
+
+
+@pytest.mark.parametrize("moved_before_the_call", [0, 5])
+def test_calls_during_a_slot_move_wait_and_write_whole(
+    server_url: str, local_cluster: LocalCluster, client: RedisCluster, moved_before_the_call: int
+) -> None:
+    """Before the fix every call on a migrating slot failed with "Script attempted to access
+    a non local key", and a delete or prune that got that error midway stayed half done."""
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+        graph = build_chat(saver)
+        for i in range(3):
+            turn(graph, "mover", f"user {i}")
+        turn(graph, "doomed", "user 0")
+        move = SlotMove(local_cluster, slot_of(client, keys.thread(keys.tag("mover"))))
+        doomed_slot = slot_of(client, keys.thread(keys.tag("doomed")))
+        try:
+            move.begin()
+            move.move_keys(moved_before_the_call)
+            finisher = threading.Timer(1.0, move.finish)
+            finisher.start()
+            try:
+                turn(graph, "mover", "user 3")  # waits for the move, then writes whole
+            finally:
+                finisher.join()
+            state = graph.get_state({"configurable": {"thread_id": "mover"}})
+            assert state.values == {"profile": "likes tea", "messages": expected_messages(4)}
+            assert saver.check_invariants() == []
+        finally:
+            move.close()
+
+        # a delete while the doomed thread's slot moves: all of it goes, or (before the
+        # move ends) none of it
+        move = SlotMove(local_cluster, doomed_slot)
+        try:
+            move.begin()
+            move.move_keys(moved_before_the_call)
+            finisher = threading.Timer(1.0, move.finish)
+            finisher.start()
+            try:
+                saver.delete_thread("doomed")
+            finally:
+                finisher.join()
+        finally:
+            move.close()
+        assert list(client.scan_iter(match=keys.thread_keys_pattern("doomed"))) == []
+        assert saver.check_invariants() == []
+
+
+def test_a_slot_move_that_does_not_end_fails_clearly_and_writes_nothing(
+    server_url: str, local_cluster: LocalCluster, client: RedisCluster
+) -> None:
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, cluster=True, prefix=prefix, slot_move_wait=1.0) as saver:
+        ids = chain(saver, "stuck", [{"step": i} for i in range(3)])
+        move = SlotMove(local_cluster, slot_of(client, keys.thread(keys.tag("stuck"))))
+        try:
+            move.begin()
+            move.move_keys(2)
+            with pytest.raises(RedisUnavailableError, match=r"slot .* is being moved"):
+                saver.prune(["stuck"], strategy="keep_latest")
+            move.finish()
+        finally:
+            move.close()
+        assert [t.checkpoint["id"] for t in saver.list(cfg("stuck"))] == ids[::-1]
+        assert saver.check_invariants() == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -21,7 +23,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ClusterError, RedisError, ResponseError, TryAgainError
 
 from .autopipeline import AutoPipeline
 from .base import (
@@ -29,6 +31,7 @@ from .base import (
     MAX_CONNECTIONS,
     POOL_TIMEOUT,
     RETRIES,
+    SLOT_MOVE_WAIT,
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
@@ -83,6 +86,7 @@ class AsyncRedisSaver(RedisSaverBase):
         socket_timeout: float | None = SOCKET_TIMEOUT,
         retries: int = RETRIES,
         index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
+        slot_move_wait: float = SLOT_MOVE_WAIT,
         auto_pipeline: bool = True,
         **redis_kwargs: Any,
     ) -> None:
@@ -103,6 +107,7 @@ class AsyncRedisSaver(RedisSaverBase):
                 )
                 client = aredis.Redis(connection_pool=pool)
         assert client is not None
+        self._slot_move_wait = slot_move_wait
         self._client: aredis.Redis | AsyncRedisCluster = client
         if isinstance(client, AsyncRedisCluster):
             self._on_cluster()
@@ -171,6 +176,21 @@ class AsyncRedisSaver(RedisSaverBase):
                 return [await self._send_now(call) for call in request.calls]
             return await self._send_now(request)
 
+    async def _call_on_cluster(self, call: ScriptCall) -> Any:
+        """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
+        until the move ends, having run nothing."""
+        backoff = retry_backoff()
+        started = time.monotonic()
+        for failures in itertools.count(1):
+            try:
+                return await self._scripts[call.name](keys=call.keys, args=call.args)
+            except (TryAgainError, ClusterError):
+                waited = time.monotonic() - started
+                if waited >= self._slot_move_wait:
+                    raise self._slot_moving(call, waited) from None
+                await asyncio.sleep(min(backoff.compute(failures), self._slot_move_wait - waited))
+        raise AssertionError("unreachable")
+
     async def _bulk_limit(self) -> int:
         """The server's proto-max-bulk-len, asked once (the default when CONFIG is denied)."""
         if self._max_bulk is None:
@@ -188,6 +208,8 @@ class AsyncRedisSaver(RedisSaverBase):
             if isinstance(request, ScriptCall):
                 if self._pipeline is not None:
                     return await self._pipeline.call(request)
+                if isinstance(self._client, AsyncRedisCluster):
+                    return await self._call_on_cluster(self._guarded(request))
                 return await self._scripts[request.name](keys=request.keys, args=request.args)
             if isinstance(request, ScanKeys):
                 return [

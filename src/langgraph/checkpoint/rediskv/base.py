@@ -14,8 +14,8 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .core import SaverCore
-from .keys import KeySchema
+from .core import SaverCore, ScriptCall
+from .keys import KeySchema, tag_of
 from .settings import parse_ttl, redact_url, resolve_url
 
 # Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
@@ -25,6 +25,8 @@ POOL_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 5.0
 # A server that stops answering fails a call after SOCKET_TIMEOUT seconds instead of hanging.
 SOCKET_TIMEOUT = 30.0
+# On a cluster, how long a call waits while its thread's slot is moved between nodes.
+SLOT_MOVE_WAIT = 30.0
 # A dropped connection or a timeout is retried this many times, with jittered exponential
 # backoff (redis-py's Retry). Every script is idempotent, so a retried call that had already
 # run before its reply was lost does no harm.
@@ -112,6 +114,19 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         else:
             current_v = int(current.split(".")[0])
         return f"{current_v + 1:016}.{random.getrandbits(32):08x}"
+
+    def _guarded(self, call: ScriptCall) -> ScriptCall:
+        """The call with its thread's slot guard declared (see KeySchema.slot_guard)."""
+        tag = tag_of(call.keys[0]) if call.keys else None
+        if tag is None:
+            return call
+        return replace(call, keys=(*call.keys, self._core.keys.slot_guard(tag)))
+
+    def _slot_moving(self, call: ScriptCall, waited: float) -> RedisUnavailableError:
+        return RedisUnavailableError(
+            f"the cluster slot of {call.keys[0]!r} is being moved between nodes and the move "
+            f"did not end within {waited:.1f} s; {call.name} was not run, nothing was written"
+        )
 
     def _unavailable(self, exc: Exception) -> RedisUnavailableError:
         return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")

@@ -31,6 +31,8 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
     P:run:{T}:R         SET    "N:<raw id>" of each checkpoint of run R (the run index)
     P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
+    P:slot:{T}          never written: declared by every script call on a cluster, so that a
+                        call during a slot move is refused before it starts (TRYAGAIN)
     P:gc:{T}            garbage of a delete, prune or copy done in steps, still to be reaped;
                         writers of the thread wait until it is gone
     P:mi:K:V            ZSET   global metadata index, standalone servers only: every checkpoint
@@ -114,6 +116,14 @@ class KeySchema:
         """Root of the garbage a delete, prune or copy done in steps has still to reap."""
         return f"{self.prefix}:gc:{tag}"
 
+    def slot_guard(self, tag: str) -> str:
+        """A key of the thread's slot that is never written. Every script call on a cluster
+        declares it, so a call while the slot is being moved between nodes is refused by the
+        server with TRYAGAIN before the script starts (a migrating slot serves a multi-key
+        command only when it holds every key), instead of failing midway on a key that has
+        already moved."""
+        return f"{self.prefix}:slot:{tag}"
+
     def metadata_keys(self) -> str:
         """The registry of indexed metadata keys (standalone servers)."""
         return f"{self.prefix}:mk"
@@ -162,6 +172,13 @@ class KeySchema:
     def thread_id_of(self, thread_key: str) -> str:
         """The thread id of a key returned by a SCAN over :meth:`thread_pattern`."""
         return self.thread_from_tag(thread_key[len(self.prefix) + 4 :])
+
+
+def tag_of(key: str) -> str | None:
+    """The hash tag ``{T}`` of a key, or None for a key of the whole prefix."""
+    start = key.find("{")
+    end = key.find("}", start)
+    return key[start : end + 1] if start >= 0 and end > start else None
 
 
 def metadata_index_suffix(key: str, canonical: str) -> str:

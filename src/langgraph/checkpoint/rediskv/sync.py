@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import itertools
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -21,7 +23,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.cluster import RedisCluster
-from redis.exceptions import ResponseError
+from redis.exceptions import ClusterError, ResponseError, TryAgainError
 from redis.retry import Retry
 
 from .base import (
@@ -29,6 +31,7 @@ from .base import (
     MAX_CONNECTIONS,
     POOL_TIMEOUT,
     RETRIES,
+    SLOT_MOVE_WAIT,
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
@@ -97,6 +100,7 @@ class RedisSaver(RedisSaverBase):
         socket_timeout: float | None = SOCKET_TIMEOUT,
         retries: int = RETRIES,
         index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
+        slot_move_wait: float = SLOT_MOVE_WAIT,
         **redis_kwargs: Any,
     ) -> None:
         connect_url = self._setup(url, client, prefix, ttl, serde, index_metadata)
@@ -119,6 +123,7 @@ class RedisSaver(RedisSaverBase):
                 )
                 client = redis.Redis(connection_pool=pool)
         assert client is not None
+        self._slot_move_wait = slot_move_wait
         self._client: redis.Redis | RedisCluster = client
         if isinstance(client, RedisCluster):
             self._on_cluster()
@@ -163,6 +168,8 @@ class RedisSaver(RedisSaverBase):
             refuse_oversized(request, self._bulk_limit())
         try:
             if isinstance(request, ScriptCall):
+                if isinstance(self._client, RedisCluster):
+                    return self._call_on_cluster(self._guarded(request))
                 return self._scripts[request.name](keys=request.keys, args=request.args)
             if isinstance(request, ScanKeys):
                 return list(self._client.scan_iter(match=request.match, count=request.count))
@@ -183,6 +190,21 @@ class RedisSaver(RedisSaverBase):
             if explained is exc:
                 raise
             raise explained from exc
+
+    def _call_on_cluster(self, call: ScriptCall) -> Any:
+        """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
+        until the move ends, having run nothing."""
+        backoff = retry_backoff()
+        started = time.monotonic()
+        for failures in itertools.count(1):
+            try:
+                return self._scripts[call.name](keys=call.keys, args=call.args)
+            except (TryAgainError, ClusterError):
+                waited = time.monotonic() - started
+                if waited >= self._slot_move_wait:
+                    raise self._slot_moving(call, waited) from None
+                time.sleep(min(backoff.compute(failures), self._slot_move_wait - waited))
+        raise AssertionError("unreachable")
 
     def _bulk_limit(self) -> int:
         """The server's proto-max-bulk-len, asked once (the default when CONFIG is denied)."""
