@@ -168,3 +168,16 @@ def test_wheel_works_in_a_fresh_venv_outside_the_repo(tmp_path: Path, server_url
         p.name for p in (target / "langgraph" / "checkpoint" / "rediskv" / "lua").glob("*.lua")
     )
     assert shipped == sorted(p.name for p in (REPO / "lua").glob("*.lua"))
+
+
+def test_one_async_saver_on_two_event_loops_fails_clearly(server_url: str) -> None:
+    """redis-py's connections belong to one event loop; before, the second loop's call hung
+    or failed deep inside redis-py."""
+    saver = AsyncRedisSaver(server_url, prefix=new_prefix())
+
+    async def read() -> None:
+        await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+
+    asyncio.run(read())
+    with pytest.raises(RuntimeError, match=r"first used on another event loop \(since closed\)"):
+        asyncio.run(read())

@@ -233,8 +233,22 @@ class AsyncRedisSaver(RedisSaverBase):
                 raise
             raise explained from exc
 
+    def _bind_loop(self) -> None:
+        """The saver's connections belong to the event loop that first used them: a call
+        from another loop would hang or fail deep inside redis-py, so it fails here, clearly."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop:
+            raise RuntimeError(
+                "this AsyncRedisSaver was first used on another event loop"
+                + (" (since closed)" if self._loop.is_closed() else "")
+                + ", and its connections belong to that loop: create one saver per event loop "
+                "(for example inside the asyncio.run() that uses it), or use RedisSaver from "
+                "threads"
+            )
+        self._loop = loop
+
     async def _run(self, op: Op[T]) -> T:
-        self._loop = asyncio.get_running_loop()
+        self._bind_loop()
         reply: Any = None
         try:
             while True:
@@ -243,7 +257,7 @@ class AsyncRedisSaver(RedisSaverBase):
             return done.value  # type: ignore[no-any-return]
 
     async def _stream(self, stream: Stream) -> AsyncIterator[CheckpointTuple]:
-        self._loop = asyncio.get_running_loop()
+        self._bind_loop()
         reply: Any = None
         while True:
             try:
