@@ -55,12 +55,25 @@ if #missing > 0 then return missing end
 
 local ttl = thread_ttl(K, tonumber(ARGV[10]))
 
--- Re-putting an id replaces it: drop the index entries of the record being replaced.
-local old = redis.call("HMGET", cp, "r", "ix")
+-- Re-putting an id replaces it: drop the index entries of the record being replaced, and
+-- keep track of the blobs it referenced that the new record does not (they may be shared
+-- with other checkpoints, so they are not removed here; delete and prune find them).
+local old = redis.call("HMGET", cp, "r", "ix", "bv")
 if old[1] then
   redis.call("SREM", K.run(old[1]), ns .. ":" .. id)
 end
 unindex_checkpoint(K, ns, id, old[2])
+if old[3] then
+  local now = {}
+  for _, ref in ipairs(refs) do now[ref] = true end
+  local loose = K.loose_blobs(ns)
+  local loose_created = redis.call("EXISTS", loose) == 0
+  local added = 0
+  for _, ref in ipairs(split_refs(old[3])) do
+    if not now[ref] then added = added + redis.call("SADD", loose, ref) end
+  end
+  if added > 0 then keep_alive(loose, ttl, loose_created) end
+end
 redis.call("DEL", cp)
 
 -- the whole record in one HSET

@@ -17,7 +17,7 @@ from langgraph.checkpoint.rediskv import RedisSaver, bulk
 from langgraph.checkpoint.rediskv.core import Batch, Op, ScriptCall
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import PrivateServer, keys_of
+from .conftest import PrivateServer, data_keys, keys_of
 from .test_contract import cfg, make_checkpoint
 
 BUDGET_MS = 50.0
@@ -262,3 +262,24 @@ def test_delete_for_runs_in_many_steps_keeps_the_rest_whole(
     assert saver.check_invariants() == []
     tup = saver.get_tuple(cfg("t", checkpoint_id=ids[250]))
     assert tup is not None and tup.checkpoint["channel_values"] == {"n": 250, "c": "constant"}
+
+
+def test_delete_removes_blobs_of_a_checkpoint_put_again_with_other_versions(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    """Re-putting a checkpoint id with other channel versions leaves the old record's blobs
+    referenced by nothing: they are recorded as loose, and delete and prune find them."""
+    v1, v2 = saver.get_next_version(None, None), saver.get_next_version(None, None)
+    first = make_checkpoint({"n": "first"}, {"n": v1})
+    saver.put(cfg("t"), first, {}, {"n": v1})
+    again = dict(first, channel_values={"n": "again"}, channel_versions={"n": v2})
+    saver.put(cfg("t"), again, {}, {"n": v2})  # type: ignore[arg-type]
+    tup = saver.get_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"n": "again"}
+    saver.prune(["t"], strategy="keep_latest")
+    keys = KeySchema(saver.prefix)
+    assert client.exists(keys.blob(keys.tag("t"), "", "n", v1)) == 0
+    assert client.exists(keys.blob(keys.tag("t"), "", "n", v2)) == 1
+    saver.put(cfg("t"), first, {}, {"n": v1})  # and back: v2 is now the loose one
+    saver.delete_thread("t")
+    assert data_keys(client, saver.prefix) == []

@@ -24,6 +24,9 @@ local function keyspace(prefix, tag)
   function K.writes(ns, id) return prefix .. ":w:" .. tag .. ":" .. ns .. ":" .. enc(id) end
   function K.blob(ns, ref) return prefix .. ":blob:" .. tag .. ":" .. ns .. ":" .. ref end
   function K.run(run) return prefix .. ":run:" .. tag .. ":" .. run end
+  -- loose blobs: refs of namespace N that a replaced checkpoint record referenced and its
+  -- replacement does not; delete and prune find them here, as no checkpoint leads to them
+  function K.loose_blobs(ns) return prefix .. ":lb:" .. tag .. ":" .. ns end
   -- global metadata index (standalone servers only): "<key>:<canonical JSON>", encoded
   function K.metadata_index(suffix) return prefix .. ":mi:" .. suffix end
   -- a checkpoint's member in a metadata index: its id first, so lexical order = time order
