@@ -40,6 +40,8 @@ SAVER_COMMANDS = [
     "zadd", "zrem", "zrange", "zrevrange", "zrevrangebylex", "zscore",
     # whole-thread operations in bounded steps (include/reap.lua, include/walk.lua)
     "rename", "sscan", "sunionstore",
+    # sampled index sweeps, the registry of indexed metadata keys, reindex
+    "zrandmember", "hkeys", "hexists", "zrangebylex",
 ]  # fmt: skip
 
 
