@@ -19,7 +19,9 @@ from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.demo import build_graph
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import data_keys, keys_of, snapshot
+from .conftest import PrivateServer, data_keys, keys_of, snapshot
+from .test_contract import cfg, make_checkpoint
+from .test_security import SAVER_COMMANDS
 
 MODULE = "langgraph.checkpoint.rediskv"
 # fixed, so that rich lays tables out the same way wherever the tests run
@@ -68,10 +70,19 @@ class Cli:
         return result.stdout
 
 
+def strict_json(text: str) -> Any:
+    """``json.loads`` that refuses what is not JSON (Python accepts NaN and Infinity)."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def json_of(result: subprocess.CompletedProcess[str]) -> Any:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    return json.loads(result.stdout)
+    return strict_json(result.stdout)
 
 
 def table_rows(text: str, title: str) -> list[list[str]]:
@@ -107,9 +118,9 @@ def short(ts: str) -> str:
 
 
 def thread_memory(client: redis.Redis, prefix: str, thread_id: str) -> tuple[int, int]:
-    """(keys, MEMORY USAGE bytes) of one thread, measured directly."""
+    """(keys, MEMORY USAGE bytes as the CLI estimates them) of one thread, found by a SCAN."""
     keys = list(client.scan_iter(match=KeySchema(prefix).thread_keys_pattern(thread_id)))
-    return len(keys), sum(int(client.memory_usage(k, samples=0) or 0) for k in keys)
+    return len(keys), sum(int(client.memory_usage(k, samples=5) or 0) for k in keys)
 
 
 def config(thread_id: str) -> Any:
@@ -150,7 +161,8 @@ def test_read_commands(cli: Cli, store: RedisSaver, client: redis.Redis, prefix:
         ["stats", "--json"],
     )
 
-    # threads: newest activity first, with checkpoints, MEMORY USAGE and ttl
+    # threads: newest activity first, with checkpoints, MEMORY USAGE and ttl; the keys the
+    # CLI finds from each thread's root are the keys a SCAN of the thread finds
     listed = json_of(threads)
     beta_ttl = listed["threads"][2]["ttl"]
     assert 3500 < beta_ttl <= 3600
@@ -160,6 +172,7 @@ def test_read_commands(cli: Cli, store: RedisSaver, client: redis.Redis, prefix:
         "total": 3,
         "offset": 0,
         "limit": 20,
+        "memory_note": "estimate: MEMORY USAGE of each key, SAMPLES 5",
         "threads": [
             {
                 "thread_id": t,
@@ -262,7 +275,7 @@ def test_read_commands(cli: Cli, store: RedisSaver, client: redis.Redis, prefix:
     ]
     assert writes[0][1:] == ["messages", "[['user', 'gamma 2']]"]
 
-    # stats: keys by kind, threads, MEMORY USAGE, the largest threads
+    # stats: keys by kind, threads, MEMORY USAGE (sampled), the largest threads
     all_keys = keys_of(client, f"{prefix}:*")
     sizes = {t: thread_memory(client, prefix, t) for t in ("alpha", "beta", "gamma")}
     assert json_of(stats) == {
@@ -270,7 +283,8 @@ def test_read_commands(cli: Cli, store: RedisSaver, client: redis.Redis, prefix:
         "keys": len(all_keys),
         "threads": 3,
         # every key under the prefix: the threads' and the global metadata indexes
-        "memory_bytes": sum(int(client.memory_usage(k, samples=0) or 0) for k in all_keys),
+        "memory_bytes": sum(int(client.memory_usage(k, samples=5) or 0) for k in all_keys),
+        "memory_note": "estimate: MEMORY USAGE of each key, SAMPLES 5",
         "keys_by_kind": dict(sorted(Counter(k.split(":")[1] for k in all_keys).items())),
         "top_threads": [
             {"thread_id": t, "keys": sizes[t][0], "size_bytes": sizes[t][1]}
@@ -322,7 +336,8 @@ def test_copy_delete_prune(cli: Cli, server_url: str, prefix: str, client: redis
         assert len(list(saver.list(config("alpha")))) == 1
         assert len(list(saver.list(config("alpha copy")))) == 6  # only the named thread
 
-        before = len(keys_of(client, f"{prefix}:*"))
+        # the threads' keys: not the global metadata indexes, which prune leaves to the index
+        before = len(data_keys(client, prefix)) - len(keys_of(client, f"{prefix}:mi:*"))
         removed = json_of(cli.run("prune", "--all", "--strategy", "delete_all", "--json"))
         assert removed == {
             "prefix": prefix,
@@ -369,6 +384,7 @@ def test_doctor(cli: Cli, server_url: str, prefix: str, client: redis.Redis) -> 
         "maxmemory-policy",
         "persistence",
         "scripts",
+        "metadata-indexes",
         "invariants",
     ]
     assert report["checks"][-1] == {
@@ -435,3 +451,248 @@ def test_errors_are_one_line(cli: Cli, server_url: str, prefix: str, client: red
     )
     assert one_line_error(bad_prefix).startswith("rediskv: error: invalid key prefix 'no:colons'")
     assert snapshot(client, f"{prefix}:*") == before  # nothing was changed
+
+
+# -- cost: what a command asks of the server does not grow with unrelated keys ---------------
+
+
+class ServerLog:
+    """What a private server was asked since :meth:`reset`: call counts (INFO commandstats)
+    and every command with its arguments (a slow log that records everything)."""
+
+    def __init__(self, url: str) -> None:
+        self.admin = redis.Redis.from_url(url)
+        self.admin.config_set("slowlog-log-slower-than", 0)
+        self.admin.config_set("slowlog-max-len", 1_000_000)
+
+    def reset(self) -> None:
+        self.admin.config_resetstat()
+        self.admin.slowlog_reset()
+
+    def calls(self, command: str) -> int:
+        stats: dict[str, Any] = self.admin.info("commandstats")
+        return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+    def commands(self, name: str) -> list[list[str]]:
+        """The arguments of every logged command whose name is ``name`` (e.g. "MEMORY")."""
+        entries = self.admin.slowlog_get(-1)
+        commands = [entry["command"].decode().split(" ") for entry in entries]
+        return [c for c in commands if c[0].upper() == name]
+
+
+def fill_unrelated(admin: redis.Redis, total: int) -> None:
+    """Top the keys outside any prefix of the test up to ``total`` (keys ``other:N``)."""
+    have = sum(1 for _ in admin.scan_iter(match="other:*", count=1000))
+    for first in range(have, total, 1000):
+        admin.mset({f"other:{i}": "x" for i in range(first, min(first + 1000, total))})
+
+
+def scan_pass_calls(admin: redis.Redis, pattern: str) -> int:
+    """How many SCAN calls one pass over the keyspace takes."""
+    calls, cursor = 0, 0
+    while True:
+        cursor, _ = admin.scan(cursor, match=pattern, count=1000)
+        calls += 1
+        if cursor == 0:
+            return calls
+
+
+def put_history(saver: RedisSaver, thread_id: str, checkpoints: int, **metadata: Any) -> None:
+    """``checkpoints`` checkpoints in a chain, each writing channel "v"."""
+    config = cfg(thread_id)
+    version = None
+    for step in range(checkpoints):
+        version = saver.get_next_version(version, None)
+        checkpoint = make_checkpoint({"v": step}, {"v": version})
+        config = saver.put(config, checkpoint, {"step": step, **metadata}, {"v": version})
+
+
+def test_cost_does_not_grow_with_unrelated_keys(private_server: PrivateServer, prefix: str) -> None:
+    log = ServerLog(private_server.url)
+    cli = Cli(private_server.url, prefix)
+    names = [f"thread-{i:02}" for i in range(50)]
+    with RedisSaver(private_server.url, prefix=prefix) as saver:
+        for name in names:
+            put_history(saver, name, 2)
+    measured = {}
+    for unrelated in (5_000, 40_000):
+        fill_unrelated(log.admin, unrelated)
+        one_pass = scan_pass_calls(log.admin, KeySchema(prefix).thread_pattern())
+        log.reset()
+        listed = json_of(cli.run("threads", "--limit", "50", "--json"))
+        assert [t["thread_id"] for t in listed["threads"]] == names[::-1]  # newest first
+        threads_scans = log.calls("scan")
+        log.reset()
+        json_of(cli.run("prune", *names[:10], "--json"))
+        measured[unrelated] = (one_pass, threads_scans, log.calls("scan"))
+    print(f"SCAN calls (one pass, threads --limit 50, prune of 10 threads): {measured}")
+    # threads: the one pass that finds the threads, nothing per listed thread; prune of named
+    # threads: no SCAN at all (each thread is read from its own keys)
+    assert measured == {n: (one_pass, one_pass, 0) for n, (one_pass, _, _) in measured.items()}
+
+    # stats: one pass, and MEMORY USAGE samples a few elements of each key (SAMPLES 0 reads
+    # every element of a global index: milliseconds of blocked server on a large one)
+    log.reset()
+    stats = json_of(cli.run("stats", "--json"))
+    assert stats["memory_note"] == "estimate: MEMORY USAGE of each key, SAMPLES 5"
+    usages = log.commands("MEMORY")
+    assert len(usages) == stats["keys"] > 0
+    assert {tuple(u[3:]) for u in usages} == {("SAMPLES", "5")}
+    assert log.calls("scan") == scan_pass_calls(log.admin, f"{prefix}:*")
+    log.admin.close()
+
+
+# -- least privilege: the saver's own commands are enough -------------------------------------
+
+
+def acl_user(admin: redis.Redis, name: str, prefix: str, *extra: str) -> str:
+    """A user limited to the prefix and the saver's commands (and ``extra``); its URL."""
+    try:  # redis-py announces itself with CLIENT SETINFO where the server has it (7.2+)
+        admin.acl_setuser("probe", commands=["+client|setinfo"])
+        extra += ("+client|setinfo",)
+    except redis.exceptions.ResponseError:
+        pass
+    admin.acl_setuser(
+        name,
+        enabled=True,
+        reset=True,
+        passwords=["+s3cret"],
+        keys=[f"{prefix}:*"],
+        commands=[f"+{c}" for c in SAVER_COMMANDS] + list(extra),
+    )
+    port = admin.connection_pool.connection_kwargs["port"]
+    return f"redis://{name}:s3cret@127.0.0.1:{port}/0"
+
+
+def refusals(url: str, prefix: str) -> tuple[str, str]:
+    """What the server says when the user asks for INFO, and for MEMORY USAGE."""
+    with redis.Redis.from_url(url) as user:
+        with pytest.raises(redis.exceptions.NoPermissionError) as info:
+            user.info("server")
+        with pytest.raises(redis.exceptions.NoPermissionError) as memory:
+            user.memory_usage(f"{prefix}:mk")
+    return str(info.value), str(memory.value)
+
+
+def check_of(report: dict[str, Any], name: str) -> dict[str, str]:
+    (check,) = [c for c in report["checks"] if c["check"] == name]
+    return check
+
+
+def test_every_command_works_as_the_least_privilege_user(
+    private_server: PrivateServer, prefix: str
+) -> None:
+    admin = redis.Redis(port=private_server.port)
+    with RedisSaver(private_server.url, prefix=prefix) as saver:
+        graph = build_graph(saver)
+        say(graph, "alpha", "alpha 0")
+        say(graph, "alpha", "alpha 1")
+        say(graph, "beta", "beta 0")
+        saver.set_thread_ttl("beta", 60)
+    url = acl_user(admin, "saver", prefix)
+    cli = Cli(url, prefix)
+    info_denied, memory_denied = refusals(url, prefix)
+
+    threads, history, show, stats, doctor, doctor_text = cli.run_many(
+        ["threads", "--json"],
+        ["history", "alpha", "--json"],
+        ["show", "alpha", "--json"],
+        ["stats", "--json"],
+        ["doctor", "--json"],
+        ["doctor"],
+    )
+    denied = f"unknown: MEMORY USAGE is not allowed ({memory_denied})"
+    listed = json_of(threads)
+    assert listed["memory_note"] == denied
+    assert [(t["thread_id"], t["checkpoints"], t["size_bytes"]) for t in listed["threads"]] == [
+        ("beta", 3, None),
+        ("alpha", 6, None),
+    ]
+    assert 3500 < listed["threads"][0]["ttl"] <= 3600  # from PTTL
+    assert json_of(history)["total"] == 6
+    assert json_of(show)["channel_values"]["messages"][-1]["content"] == "echo #2: alpha 1"
+    counted = json_of(stats)
+    assert (counted["threads"], counted["memory_bytes"]) == (2, None)
+    assert counted["memory_note"] == denied
+
+    # doctor: what it may not look at is "unknown" with the reason, and the result is not ok
+    assert doctor.returncode == 3, doctor.stderr
+    report = strict_json(doctor.stdout)
+    assert (report["ok"], report["result"]) == (False, "unknown")
+    statuses = {c["check"]: c["status"] for c in report["checks"]}
+    # "info" while some scripts are not loaded yet (the commands run alongside load them)
+    assert statuses.pop("scripts") in ("ok", "info")
+    assert statuses == {
+        "server": "unknown",
+        "maxmemory-policy": "unknown",
+        "persistence": "unknown",
+        "metadata-indexes": "ok",
+        "invariants": "ok",
+    }
+    assert check_of(report, "persistence")["detail"] == f"INFO is not allowed ({info_denied})"
+    assert doctor_text.returncode == 3
+    last_line = doctor_text.stdout.splitlines()[-1]
+    assert last_line == "doctor could not run every check (exit code 3)"
+
+    # with INFO but without CONFIG: a server without persistence is not reported as "ok"
+    info_cli = Cli(acl_user(admin, "saver-info", prefix, "+info"), prefix)
+    result = info_cli.run("doctor", "--json")
+    assert result.returncode == 3, result.stderr
+    report = strict_json(result.stdout)
+    assert check_of(report, "persistence") == {
+        "check": "persistence",
+        "status": "unknown",
+        "detail": "aof off, rdb unknown (CONFIG GET is not allowed): the server may keep no "
+        "copy on disk",
+    }
+    assert check_of(report, "server")["status"] == "ok"
+
+    # the changing commands
+    copied = json_of(cli.run("copy", "alpha", "alpha-copy", "--json"))
+    assert (copied["checkpoints"], copied["ttl"]) == (6, None)
+    pruned = json_of(cli.run("prune", "alpha", "--json"))
+    assert (pruned["checkpoints_before"], pruned["checkpoints_after"]) == (6, 1)
+    deleted = json_of(cli.run("delete", "alpha-copy", "--json"))
+    assert deleted["keys_before"] > 0 and deleted["keys_after"] == 0
+    assert json_of(cli.run("reindex", "--json"))["added"] == 0
+    admin.close()
+
+
+# -- reindex, and the doctor's view of metadata indexes ----------------------------------------
+
+
+def test_reindex_completes_building_indexes(
+    cli: Cli, server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix, index_metadata=()) as saver:
+        put_history(saver, "old", 3, user="ana", topic="tea")
+    with RedisSaver(server_url, prefix=prefix, index_metadata=("user",)) as saver:
+        put_history(saver, "new", 1, user="bob")  # registers "user" on a store with threads
+    assert client.hgetall(f"{prefix}:mk") == {b"user": b"building"}
+
+    report = strict_json(cli.run("doctor", "--json").stdout)
+    assert check_of(report, "metadata-indexes") == {
+        "check": "metadata-indexes",
+        "status": "warn",
+        "detail": "still building: user (filters on them scan every thread until "
+        "`rediskv reindex` completes them)",
+    }
+
+    # the 3 old checkpoints join the user index; --index registers and builds topic too
+    reindexed = json_of(cli.run("reindex", "--index", "topic", "--json"))
+    assert reindexed == {
+        "prefix": prefix,
+        "added": 6,
+        "indexes": {"topic": "ready", "user": "ready"},
+    }
+    report = strict_json(cli.ok("doctor", "--json"))
+    assert check_of(report, "metadata-indexes") == {
+        "check": "metadata-indexes",
+        "status": "ok",
+        "detail": "ready: topic, user",
+    }
+    with RedisSaver(server_url, prefix=prefix, index_metadata=("user", "topic")) as saver:
+        assert len(list(saver.list(None, filter={"user": "ana"}))) == 3
+    assert cli.ok("reindex").splitlines() == [
+        f"added 0 index entries under prefix '{prefix}'; indexes: topic ready, user ready"
+    ]

@@ -6,13 +6,15 @@ also accepted after it. Every subcommand is a function ``(args) -> exit code`` r
 for a command line argparse refuses, also in one line).
 
 Subcommands: ``demo`` (:mod:`.demo`), and the inspection and maintenance commands
-``threads``, ``history``, ``show``, ``delete``, ``prune``, ``copy``, ``stats`` and ``doctor``
-(:mod:`.cli`; each takes ``--json`` for machine output).
+``threads``, ``history``, ``show`` (:mod:`.cli.threads`), ``delete``, ``prune``, ``copy``,
+``reindex`` (:mod:`.cli.maintenance`), ``stats`` and ``doctor`` (:mod:`.cli.inspect`); each
+takes ``--json`` for machine output.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -81,13 +83,26 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.run(args.url, prefix=args.prefix, thread_id=args.thread, turns=args.turns)
 
 
+# the module of the cli package that holds each command's ``cmd_<name>``
+CLI_MODULES = {
+    "threads": "threads",
+    "history": "threads",
+    "show": "threads",
+    "delete": "maintenance",
+    "prune": "maintenance",
+    "copy": "maintenance",
+    "reindex": "maintenance",
+    "stats": "inspect",
+    "doctor": "inspect",
+}
+
+
 def _cli(name: str) -> Handler:
-    """The handler ``cli.cmd_<name>``, imported when the command runs."""
+    """The handler ``cli.<module>.cmd_<name>``, imported when the command runs."""
 
     def handler(args: argparse.Namespace) -> int:
-        from . import cli
-
-        command: Handler = getattr(cli, f"cmd_{name}")
+        module = importlib.import_module(f".cli.{CLI_MODULES[name]}", __package__)
+        command: Handler = getattr(module, f"cmd_{name}")
         return command(args)
 
     return handler
@@ -108,7 +123,7 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         "list the threads: last activity, checkpoints, size, ttl",
         "List the threads under the prefix, newest activity first: the time of the newest "
         "checkpoint, the number of checkpoints, the memory of the thread's keys (MEMORY "
-        "USAGE) and the seconds left before the thread index expires (or none).",
+        "USAGE, an estimate) and the seconds left before the thread expires (or none).",
     )
     threads.add_argument(
         "--limit", type=_positive_int, default=20, help="threads per page (default: 20)"
@@ -186,18 +201,34 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="let the copy expire after MINUTES (default: never)",
     )
 
+    reindex = add(
+        "reindex",
+        "build the global metadata indexes over the checkpoints stored before",
+        "Complete every metadata index still 'building' (a key added to index_metadata on a "
+        "store that had threads): each stored checkpoint joins the indexes of its metadata, "
+        "thread by thread in bounded steps. Prints the number of index entries added.",
+    )
+    reindex.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="also register metadata KEY for a global index, and build it (repeatable; "
+        "the saver's index_metadata)",
+    )
     add(
         "stats",
         "count keys, threads and memory under the prefix",
-        "Count the keys (by kind) and threads under the prefix, their memory (MEMORY USAGE), "
-        "and list the 10 largest threads.",
+        "Count the keys (by kind) and threads under the prefix (one SCAN pass), estimate "
+        "their memory (MEMORY USAGE with SAMPLES 5 per key) and list the 10 largest threads.",
     )
     add(
         "doctor",
         "check the server settings and the consistency of the store",
         "Check the server version (6.2 or later), the maxmemory policy, persistence, whether "
-        "the saver's scripts are loaded, and every thread's keys against its indexes. Exit "
-        "code 2 when a check fails.",
+        "the saver's scripts are loaded, metadata indexes still building, and every thread's "
+        "keys against its indexes. A check the user may not run (INFO or CONFIG refused) is "
+        "'unknown'. Exit code 2 when a check fails, 3 when none fails but one is unknown.",
     )
 
 

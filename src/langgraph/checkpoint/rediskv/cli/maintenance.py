@@ -1,0 +1,149 @@
+"""Changing the store: ``delete``, ``prune``, ``copy`` (through the saver's own operations,
+each thread in atomic steps) and ``reindex`` (the global metadata indexes)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..keys import KeySchema, decode_part
+from ..sync import RedisSaver
+from .common import CliError, chunks, dedupe, open_saver
+from .output import emit_json, escape, make_console, ttl_text
+from .store import (
+    ThreadKeys,
+    existing,
+    require_thread,
+    scan_thread_ids,
+    seconds_left,
+    text,
+    thread_exists,
+    walk_thread,
+)
+
+
+def _left(saver: RedisSaver, before: list[ThreadKeys]) -> list[ThreadKeys]:
+    """The threads as they are now: what their roots lead to, and any key found before that
+    still exists (a key an index no longer leads to still counts while it is there)."""
+    after = []
+    for old in before:
+        now = walk_thread(saver, old.thread_id)
+        now.keys = dedupe([*now.keys, *existing(saver.client, old.keys)])
+        after.append(now)
+    return after
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with open_saver(args) as saver:
+        require_thread(saver, args.thread)
+        before = walk_thread(saver, args.thread)
+        saver.delete_thread(args.thread)
+        (after,) = _left(saver, [before])
+        prefix = saver.prefix
+    data = {
+        "thread_id": args.thread,
+        "keys_before": len(before.keys),
+        "keys_after": len(after.keys),
+    }
+    if args.json:
+        return emit_json(data)
+    make_console().print(
+        escape(
+            f"deleted thread {args.thread!r} under prefix {prefix!r}: "
+            f"{data['keys_before']} keys before, {data['keys_after']} after"
+        )
+    )
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    if args.all and args.threads:
+        raise CliError("give thread ids or --all, not both")
+    if not args.all and not args.threads:
+        raise CliError("give the thread ids to prune, or --all for every thread")
+    from .output import progress_bar
+
+    with open_saver(args) as saver:
+        if args.all:
+            thread_ids = scan_thread_ids(saver)  # the one SCAN pass
+        else:
+            thread_ids = dedupe(args.threads)
+            for thread_id in thread_ids:
+                require_thread(saver, thread_id)
+        before = [walk_thread(saver, t) for t in thread_ids]
+        with progress_bar(not args.json, len(thread_ids), f"prune ({args.strategy})") as progress:
+            for batch in chunks(thread_ids, args.batch_size):
+                saver.prune(batch, strategy=args.strategy)
+                if progress is not None:
+                    progress.advance(progress.task_ids[0], len(batch))
+        after = _left(saver, before)
+        data = {
+            "prefix": saver.prefix,
+            "strategy": args.strategy,
+            "threads": len(thread_ids),
+            "checkpoints_before": sum(t.checkpoints for t in before),
+            "checkpoints_after": sum(t.checkpoints for t in after),
+            "keys_before": sum(len(t.keys) for t in before),
+            "keys_after": sum(len(t.keys) for t in after),
+        }
+    if args.json:
+        return emit_json(data)
+    make_console().print(
+        escape(
+            f"pruned {data['threads']} thread(s) under prefix {data['prefix']!r} "
+            f"({data['strategy']}): checkpoints {data['checkpoints_before']} -> "
+            f"{data['checkpoints_after']}, keys {data['keys_before']} -> {data['keys_after']}"
+        )
+    )
+    return 0
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    if args.source == args.target:
+        raise CliError("the source and the target are the same thread")
+    ttl = None if args.ttl is None else {"default_ttl": args.ttl}
+    with open_saver(args, ttl=ttl) as saver:
+        require_thread(saver, args.source)
+        if thread_exists(saver, args.target):
+            raise CliError(
+                f"thread {args.target!r} already has checkpoints under prefix "
+                f"{saver.prefix!r}: delete it first, or copy to a new thread id"
+            )
+        saver.copy_thread(args.source, args.target)
+        copied = walk_thread(saver, args.target)
+        schema = KeySchema(saver.prefix)
+        left = seconds_left(int(saver.client.pttl(schema.thread(schema.tag(args.target)))))
+        data = {
+            "source": args.source,
+            "target": args.target,
+            "checkpoints": copied.checkpoints,
+            "keys": len(copied.keys),
+            "ttl": left,
+        }
+        prefix = saver.prefix
+    if args.json:
+        return emit_json(data)
+    make_console().print(
+        escape(
+            f"copied thread {args.source!r} to {args.target!r} under prefix {prefix!r}: "
+            f"{data['checkpoints']} checkpoints, {data['keys']} keys, ttl {ttl_text(left)}"
+        )
+    )
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    # the saver registers the --index keys ("building" on a store with threads), then
+    # reindex_metadata completes every key registered as "building"
+    with open_saver(args, index_metadata=args.index or ()) as saver:
+        added = saver.reindex_metadata()
+        registry = saver.client.hgetall(KeySchema(saver.prefix).metadata_keys())
+        prefix = saver.prefix
+    indexes = {decode_part(text(k)): text(v) for k, v in sorted(registry.items())}
+    data = {"prefix": prefix, "added": added, "indexes": indexes}
+    if args.json:
+        return emit_json(data)
+    listed = ", ".join(f"{key} {state}" for key, state in indexes.items()) or "none registered"
+    make_console().print(
+        escape(f"added {added} index entries under prefix {prefix!r}; indexes: {listed}")
+    )
+    return 0
