@@ -696,3 +696,29 @@ def test_reindex_completes_building_indexes(
     assert cli.ok("reindex").splitlines() == [
         f"added 0 index entries under prefix '{prefix}'; indexes: topic ready, user ready"
     ]
+
+
+# -- show --json: valid JSON whatever the state holds -------------------------------------------
+
+
+def test_show_json_is_valid_for_any_state(cli: Cli, saver: RedisSaver) -> None:
+    nan, inf = float("nan"), float("inf")
+    values = {
+        "floats": [nan, inf, -inf, 1.5],
+        "by_pair": {("a", 1): "x", (2, 3): {"n": nan}},
+        "keys": {1: "one", None: "none", 2.5: "float", inf: "inf"},
+    }
+    versions = {channel: saver.get_next_version(None, None) for channel in values}
+    checkpoint = make_checkpoint(values, versions)
+    saver.put(cfg("odd"), checkpoint, {"source": "input", "step": -1, "score": nan}, versions)
+
+    shown = json_of(cli.run("show", "odd", "--json"))  # strict: no NaN, no Infinity
+    assert shown["channel_values"] == {
+        # non-finite floats as the strings of the proto3 JSON mapping
+        "floats": ["NaN", "Infinity", "-Infinity", 1.5],
+        # keys that are not strings as json.dumps writes them, the others as their repr
+        "by_pair": {"('a', 1)": "x", "(2, 3)": {"n": "NaN"}},
+        "keys": {"1": "one", "null": "none", "2.5": "float", "Infinity": "inf"},
+    }
+    assert shown["metadata"] == {"source": "input", "step": -1, "score": "NaN"}
+    assert cli.run("show", "odd").returncode == 0  # the tables print the same state

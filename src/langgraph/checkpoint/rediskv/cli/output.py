@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import importlib
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -19,10 +20,13 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 INSTALL_HINT = "pip install 'langgraph-checkpoint-rediskv[cli]'"
+# non-finite floats as the proto3 JSON mapping writes them: JSON has no NaN or Infinity
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def _object(value: Any) -> Any:
-    """JSON for what the serializer gives back: messages, pydantic models, dataclasses ..."""
+    """What the serializer gives back besides plain data (messages, pydantic models,
+    dataclasses, sets, datetimes, bytes ...) as data :func:`jsonable` can take further."""
     from langchain_core.messages import BaseMessage
     from pydantic import BaseModel
 
@@ -44,13 +48,38 @@ def _object(value: Any) -> Any:
     return repr(value)
 
 
+def _key(key: Any) -> str:
+    """An object key as ``json.dumps`` writes it (``1`` -> ``"1"``, ``None`` -> ``"null"``),
+    or as its repr where json.dumps refuses it (a tuple)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)  # NaN as "NaN": fine as a key, which is a string
+    return repr(key)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: non-finite floats as "NaN", "Infinity" and "-Infinity",
+    keys that are not strings stringified (:func:`_key`), other objects by :func:`_object`."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else NON_FINITE[repr(value)]
+    if isinstance(value, dict):
+        return {_key(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return jsonable(_object(value))
+
+
 def to_json_text(value: Any) -> str:
     """One line of JSON for a value inside a table cell."""
-    return json.dumps(value, ensure_ascii=False, default=_object)
+    return json.dumps(jsonable(value), ensure_ascii=False, allow_nan=False)
 
 
 def emit_json(data: Any) -> int:
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=_object)
+    # allow_nan=False: should anything non-finite get through, fail rather than print NaN
+    text = json.dumps(jsonable(data), indent=2, ensure_ascii=False, allow_nan=False)
     sys.stdout.write(text + "\n")
     return 0
 
