@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from .conftest import keys_of
+from .conftest import data_keys
 
 
 @pytest.fixture
@@ -42,6 +45,29 @@ def test_fastapi_chat_backend(chat_app: object, prefix: str, client: object) -> 
             "role": "bot",
             "content": "echo #1: other thread",
         }
-    keys = keys_of(client, f"{prefix}:*")  # type: ignore[arg-type]
+    keys = data_keys(client, prefix)  # type: ignore[arg-type]
     thread_keys = [k for k in keys if ":mi:" not in k]  # not the global metadata indexes
     assert thread_keys and all("{bob}" in k for k in thread_keys)
+
+
+async def test_concurrent_turns_on_one_thread_keep_every_message(chat_app: object) -> None:
+    from examples.fastapi_chat import app
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://chat") as http:
+            said = [f"message {i}" for i in range(20)]
+            replies = await asyncio.gather(
+                *(http.post("/chat/crowd", json={"message": text}) for text in said)
+            )
+            assert [r.status_code for r in replies] == [200] * 20
+            # turns ran one after the other: each saw every turn before it
+            assert sorted(r.json()["turns"] for r in replies) == list(range(1, 21))
+            transcript = (await http.get("/chat/crowd")).json()
+        assert len(transcript) == 40
+        assert sorted(t["content"] for t in transcript[::2]) == sorted(said)
+        assert [t["role"] for t in transcript] == ["user", "bot"] * 20
+        assert [t["content"] for t in transcript[1::2]] == [
+            f"echo #{n}: {user['content']}" for n, user in enumerate(transcript[::2], start=1)
+        ]
+        assert app.state.turns.held() == 0  # no lock is left behind once the turns are done
