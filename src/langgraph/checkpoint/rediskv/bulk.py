@@ -20,13 +20,13 @@ from .keys import encode_part
 if TYPE_CHECKING:
     from .core import Arg, Op, SaverCore, ScriptCall
 
-# Work per script call, in units of about one Redis command: about 10 ms of server time (see
+# Work per script call, in units of about one Redis command: 5-15 ms of server time (see
 # tests/test_bounded.py, which holds every call to the 50 ms budget on threads of 20k+
 # checkpoints).
-REAP_STEP = 3000
+REAP_STEP = 1500
 # copy_thread: checkpoints, and bytes of values, per exported chunk.
-EXPORT_CHECKPOINTS = 300
-EXPORT_BYTES = 2 << 20
+EXPORT_CHECKPOINTS = 150
+EXPORT_BYTES = 1 << 20
 # How many threads' calls go into one pipeline.
 BATCH_SIZE = 500
 START_CURSOR: tuple[str, str, str, str] = ("0", "0", "", "")

@@ -20,7 +20,7 @@ from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall
 
 ORPHAN = "key not reachable from any index"
 # keys examined per check_thread call (about 10 ms of server time)
-CHECK_STEP = 1500
+CHECK_STEP = 1000
 
 
 @dataclass(frozen=True, slots=True)
