@@ -260,6 +260,9 @@ class Loader:
     def __init__(self, saver: RedisSaver, client: redis.Redis) -> None:
         self.saver = saver
         self.client = client
+        # a saver's first put registers its indexed metadata keys first: do it now, so that
+        # every put yields its put_checkpoint call straight away
+        saver._run(saver._core.register_metadata_index())
         self.pending: list[Any] = []
         self.sent = 0
 

@@ -11,7 +11,7 @@ import redis
 
 from langgraph.checkpoint.rediskv.__main__ import main
 
-from .conftest import keys_of
+from .conftest import data_keys, keys_of
 
 THREAD = "rediskv-demo"
 
@@ -83,9 +83,9 @@ def test_demo_restores_the_conversation_after_a_restart(
         "bot › echo #3: Still there after the restart?",
     ]
 
-    # what the demo left in Redis, under its prefix and its thread's hash tag only
-    # (besides the global metadata indexes, which hold entries of that thread only)
-    keys = [k for k in keys_of(client, f"{prefix}:*") if ":mi:" not in k]
+    # what the demo left in Redis, under its prefix and its thread's hash tag only (besides
+    # the registry and the global metadata indexes, which hold entries of that thread only)
+    keys = [k for k in data_keys(client, prefix) if ":mi:" not in k]
     assert keys, "the demo stored nothing under its prefix"
     assert all(f":{{{THREAD}}}" in key for key in keys)
     assert f"{prefix}:th:{{{THREAD}}}" in keys

@@ -242,6 +242,8 @@ def test_a_saver_without_ttl_keeps_a_thread_first_written_with_one(
         assert {k.split(":")[1] for k in data_keys(client, prefix)} <= {"mi"}
         for source in ("input", "loop"):
             assert list(without_ttl.list(None, filter={"source": source})) == []
+        for step in (-1, 0, 1):
+            assert list(without_ttl.list(None, filter={"step": step})) == []
     assert data_keys(client, prefix) == []
 
 
