@@ -7,7 +7,6 @@ whose client stopped midway is finished by the next writer or by check_invariant
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,10 +16,8 @@ from langgraph.checkpoint.rediskv import RedisSaver, bulk
 from langgraph.checkpoint.rediskv.core import Batch, Op, ScriptCall
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import PrivateServer, data_keys, keys_of
+from .conftest import data_keys, keys_of
 from .test_contract import cfg, make_checkpoint
-
-BUDGET_MS = 50.0
 
 
 def build_chain(
@@ -63,62 +60,47 @@ def drive(saver: RedisSaver, op: Op[Any], steps: int) -> None:
     op.close()
 
 
-@pytest.fixture
-def slow_server(private_server: PrivateServer) -> Iterator[redis.Redis]:
-    admin = redis.Redis(port=private_server.port)
-    admin.config_set("slowlog-log-slower-than", 2000)  # µs
-    admin.config_set("slowlog-max-len", 100000)
-    yield admin
-    admin.close()
-
-
-def worst_script_ms(admin: redis.Redis) -> tuple[float, str]:
-    entries = admin.slowlog_get(100000)
-    admin.slowlog_reset()
-    worst = (0.0, "")
-    for entry in entries:
-        command = entry["command"]
-        if isinstance(command, bytes):
-            command = command.decode(errors="replace")
-        if command.upper().startswith(("EVALSHA", "EVAL")):
-            worst = max(worst, (entry["duration"] / 1000, command[:60]))
-    return worst
-
-
-def test_no_script_call_holds_the_server_long_on_a_giant_thread(
-    private_server: PrivateServer, slow_server: redis.Redis
+def test_whole_thread_operations_on_a_giant_thread_go_in_steps(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """20,000 checkpoints in one namespace and 500 namespaces: every whole-thread operation
-    works in steps of well under 50 ms (one script call took 0.5-1.5 s before)."""
-    admin = slow_server
-    with RedisSaver(private_server.url, prefix="g") as saver:
-        ids = build_chain(saver, "giant", 20_000)
-        for n in range(500):
-            build_chain(saver, "wide", 3, ns=f"sub{n}", writes_every=2)
-        admin.slowlog_reset()
-        measured: dict[str, float] = {}
+    is many script calls, each within a budget of work (it was one call of 0.5-1.5 s). How
+    long a call holds the server is measured by benchmarks/server_time.py, not here: a test
+    on a shared machine must not assert timings."""
+    ids = build_chain(saver, "giant", 20_000)
+    for n in range(500):
+        build_chain(saver, "wide", 3, ns=f"sub{n}", writes_every=2)
+    calls: dict[str, int] = {}
+    running = {"operation": ""}
+    send = saver._send
 
-        def measure(name: str, action: Any) -> None:
-            action()
-            measured[name] = worst_script_ms(admin)[0]
+    def counting(request: Any) -> Any:
+        batch = getattr(request, "calls", None)
+        name = running["operation"]
+        calls[name] = calls.get(name, 0) + (len(batch) if batch is not None else 1)
+        return send(request)
 
-        measure("set_thread_ttl", lambda: saver.set_thread_ttl("giant", 60))
-        measure("pin_thread", lambda: saver.pin_thread("giant"))
-        measure("unpin_thread", lambda: saver.unpin_thread("giant"))
-        measure("check_invariants", lambda: saver.check_invariants())
-        measure("copy_thread", lambda: saver.copy_thread("giant", "giant-copy"))
-        assert len(list(saver.list(cfg("giant-copy"), limit=5))) == 5
-        measure("delete_for_runs", lambda: saver.delete_for_runs(["run-3", "run-150"]))
-        measure("prune", lambda: saver.prune(["giant-copy", "wide"]))
-        measure("delete_thread", lambda: saver.delete_thread("giant"))
-        measure("delete_thread wide", lambda: saver.delete_thread("wide"))
-        assert saver.check_invariants() == []
-        assert saver.get_tuple(cfg("giant")) is None
-        tup = saver.get_tuple(cfg("giant-copy"))
-        assert tup is not None and tup.checkpoint["id"] == ids[-1]
-        assert len(list(saver.list(cfg("giant-copy")))) == 1
-    print(measured)
-    assert max(measured.values()) < BUDGET_MS, measured
+    monkeypatch.setattr(saver, "_send", counting)
+    operations = {
+        "set_thread_ttl": lambda: saver.set_thread_ttl("giant", 60),
+        "pin_thread": lambda: saver.pin_thread("giant"),
+        "unpin_thread": lambda: saver.unpin_thread("giant"),
+        "check_invariants": saver.check_invariants,
+        "copy_thread": lambda: saver.copy_thread("giant", "giant-copy"),
+        "delete_for_runs": lambda: saver.delete_for_runs(["run-3", "run-150"]),
+        "prune": lambda: saver.prune(["giant-copy", "wide"]),
+        "delete_thread": lambda: saver.delete_thread("giant"),
+    }
+    for name, action in operations.items():
+        running["operation"] = name
+        action()
+    # each goes in steps: at least one call per few thousand checkpoints
+    assert {name: n >= 5 for name, n in calls.items()} == dict.fromkeys(operations, True), calls
+    assert saver.check_invariants() == []
+    assert saver.get_tuple(cfg("giant")) is None
+    tup = saver.get_tuple(cfg("giant-copy"))
+    assert tup is not None and tup.checkpoint["id"] == ids[-1]
+    assert len(list(saver.list(cfg("giant-copy")))) == 1
 
 
 def test_a_deleted_thread_is_gone_after_the_first_step_and_a_writer_finishes_the_job(
