@@ -34,6 +34,18 @@ local function keyspace(prefix, tag)
   return K
 end
 
+local function loose_blobs_key(prefix, tag, ns) return keyspace(prefix, tag).loose_blobs(ns) end
+
+-- The keys of job n of a thread's gc root (see include/reap.lua): its progress, and the
+-- containers it works through (a renamed thread root, old indexes, ...).
+local function jobspace(prefix, tag, n)
+  local G = {}
+  G.state = prefix .. ":gc:" .. tag .. ":" .. n
+  function G.part(name) return G.state .. ":" .. name end
+  function G.ns_part(name, ns) return G.state .. ":" .. name .. ":" .. ns end
+  return G
+end
+
 -- Split a metadata index member into checkpoint id, hash tag and namespace. The id may hold
 -- any byte; tag and namespace are encoded, so the last NUL is the separator.
 local function parse_member(member)

@@ -11,6 +11,7 @@
 -- root and reaps before it writes), delete_thread or check_invariants, so a job whose client
 -- died midway is finished by whoever comes next.
 --
+-- The keys (built in keyschema.lua, listed in keys.py):
 --   P:gc:{T}              SET   pending jobs "<kind>:<n>"; exists exactly while one is pending
 --   P:gc:{T}:<n>          HASH  a job's progress (cursors), for the kinds that keep one
 --   P:gc:{T}:<n>:<part>   the job's containers (a renamed thread root, old indexes ...)
@@ -23,15 +24,7 @@
 -- Kinds: del (delete_thread), copy (an unpublished copy_thread: discarded like a delete),
 -- prune (keep_latest), runs (delete_for_runs), ttl (set_thread_ttl).
 
-local function loose_blobs_key(prefix, tag, ns) return prefix .. ":lb:" .. tag .. ":" .. ns end
-
-local function jobspace(prefix, tag, n)
-  local G = {}
-  G.state = prefix .. ":gc:" .. tag .. ":" .. n
-  function G.part(name) return G.state .. ":" .. name end
-  function G.ns_part(name, ns) return G.state .. ":" .. name .. ":" .. ns end
-  return G
-end
+-- (the keys: loose_blobs_key and jobspace in keyschema.lua)
 
 -- A job's progress: phase, cursor, and the namespace (or run) it is at, or false.
 local function load_progress(G, phase, cursor)

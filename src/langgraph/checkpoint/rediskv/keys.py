@@ -33,8 +33,15 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
     P:slot:{T}          never written: declared by every script call on a cluster, so that a
                         call during a slot move is refused before it starts (TRYAGAIN)
-    P:gc:{T}            garbage of a delete, prune or copy done in steps, still to be reaped;
-                        writers of the thread wait until it is gone
+    P:gc:{T}            SET    pending jobs "<kind>:<n>" of whole-thread operations done in
+                               steps (delete, prune, delete_for_runs, set_thread_ttl, copy);
+                               exists exactly while one is pending, and writers of the thread
+                               wait until it is gone (lua/include/reap.lua)
+    P:gc:{T}:<n>        HASH   job n's progress; P:gc:{T}:<n>:<part> its containers (a renamed
+                               thread root, the old indexes of a prune, ...)
+    P:lb:{T}:N          SET    loose blobs: refs "C:V" that a replaced checkpoint record (an id
+                               put again, a copy onto the same id) referenced and its
+                               replacement does not; delete and prune find them here
     P:mi:K:V            ZSET   global metadata index, standalone servers only: every checkpoint
                                whose metadata key K has the canonical JSON value V, as members
                                "<raw id>\0{T}:N" scored 0 (lexical order = time order); the
