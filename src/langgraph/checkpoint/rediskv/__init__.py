@@ -2,12 +2,14 @@
 
 from .aio import AsyncRedisSaver
 from .base import RedisUnavailableError
+from .bulk import CopyInterruptedError
 from .check import Problem
 from .core import SerializationError, ServerFullError, ValueTooLargeError
 from .sync import RedisSaver
 
 __all__ = [
     "AsyncRedisSaver",
+    "CopyInterruptedError",
     "Problem",
     "RedisSaver",
     "RedisUnavailableError",
