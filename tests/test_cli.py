@@ -364,15 +364,16 @@ def test_doctor(cli: Cli, server_url: str, prefix: str, client: redis.Redis) -> 
         assert f"ok    invariants        no problems under prefix '{prefix}'" in clean
         assert any(line.startswith(("ok    persistence", "warn  persistence")) for line in clean)
 
-        # corrupt the store: one checkpoint key disappears from under its index entry
+        # corrupt the store: a blob of the latest checkpoint disappears (no ttl: it was lost)
         newest = saver.get_tuple(config("alpha"))
         assert newest is not None
-        key = KeySchema(prefix).checkpoint(
-            KeySchema.tag("alpha"), "", newest.config["configurable"]["checkpoint_id"]
-        )
+        version = newest.checkpoint["channel_versions"]["messages"]
+        key = KeySchema(prefix).blob(KeySchema.tag("alpha"), "", "messages", version)
         assert client.unlink(key) == 1
         expected = saver.check_invariants()
-        assert ("index entry without checkpoint", key) in [(p.problem, p.key) for p in expected]
+        assert [(p.problem, p.key, p.stale) for p in expected] == [
+            ("checkpoint without blob", key, False)
+        ]
 
     as_json, as_text = cli.run_many(["doctor", "--json"], ["doctor"])
     assert as_json.returncode == 2, as_json.stderr

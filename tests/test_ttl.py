@@ -294,3 +294,22 @@ def test_a_superstep_longer_than_the_ttl_keeps_the_state(
         }
         assert graph.get_state(config).values == result
         assert saver.check_invariants() == []
+
+
+def test_entries_of_expired_keys_are_reported_as_stale(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """Expiry leaves entries that point at keys which are gone: the checker says they are
+    stale (harmless, swept as readers meet them), not broken."""
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as with_ttl:
+        turn(build_chat(with_ttl), "t", "user 0")
+    with RedisSaver(server_url, prefix=prefix) as without_ttl:
+        turn(build_chat(without_ttl), "t", "user 1")
+        advance_time(client, prefix, 120)
+        problems = without_ttl.check_invariants()
+        assert problems and all(p.stale for p in problems)
+        assert {p.problem for p in problems} == {
+            "index entry without checkpoint",
+            "run without run index",
+            "writes index entry without writes",
+        }

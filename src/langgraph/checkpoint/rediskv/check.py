@@ -6,7 +6,8 @@ checkpoint without its index entry, an orphan blob or writes hash). Each thread 
 bounded steps (``lua/check_thread.lua``), so a giant thread never holds the server for long.
 A thread with jobs still pending (a delete, prune or copy whose client died midway, see
 ``bulk.py``) is reaped first. On a store with a TTL, keys that expire one after the other can
-show up briefly while they go.
+show up until a reader or a put sweeps the entries that pointed at them: such problems are
+``stale`` (see STALE), and ``rediskv doctor`` reports them as a warning, not a failure.
 """
 
 from __future__ import annotations
@@ -23,12 +24,31 @@ ORPHAN = "key not reachable from any index"
 CHECK_STEP = 1000
 
 
+# Entries that point at a key that is gone. On a store with a ttl this is how keys expire:
+# the entry outlives its key (an index must outlive its entries, never the reverse), readers
+# skip such entries and remove them as they meet them, and puts sweep a few at random. They
+# cost memory until then, never a wrong answer; without a ttl they mean a key was lost.
+STALE = frozenset(
+    {
+        "index entry without checkpoint",
+        "writes index entry without writes",
+        "run without run index",
+        "run index entry without checkpoint",
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One inconsistency: what is wrong, and the key it concerns."""
 
     problem: str
     key: str
+
+    @property
+    def stale(self) -> bool:
+        """An entry whose key is gone (see STALE): expected on a store with a ttl."""
+        return self.problem in STALE
 
     def __str__(self) -> str:
         return f"{self.problem}: {self.key}"
