@@ -1,0 +1,38 @@
+"""Virtual time for expiry tests: make keys age without sleeping.
+
+``advance_time(client, prefix, seconds)`` does to every key under ``prefix:`` what ``seconds``
+of waiting would do to its expiry: a key with a PTTL is given ``PTTL - seconds`` (PEXPIRE), or
+unlinked when that is not positive. Keys without an expiry are left alone. Only keys under the
+prefix are touched, so it is safe on a server shared with other tests.
+"""
+
+from __future__ import annotations
+
+import redis
+
+SCAN_COUNT = 1000
+
+
+def advance_time(client: redis.Redis, prefix: str, seconds: float) -> int:
+    """Age every key under ``prefix:*`` by ``seconds``; returns the number of keys unlinked."""
+    step_ms = int(seconds * 1000)
+    keys = list(client.scan_iter(match=f"{prefix}:*", count=SCAN_COUNT))
+    unlinked = 0
+    for start in range(0, len(keys), SCAN_COUNT):
+        chunk = keys[start : start + SCAN_COUNT]
+        pipe = client.pipeline(transaction=False)
+        for key in chunk:
+            pipe.pttl(key)
+        ttls = pipe.execute()
+        pipe = client.pipeline(transaction=False)
+        for key, pttl in zip(chunk, ttls, strict=True):
+            if pttl is None or pttl <= 0:
+                continue  # -1: no expiry, -2: already gone
+            left = pttl - step_ms
+            if left > 0:
+                pipe.pexpire(key, left)
+            else:
+                pipe.unlink(key)
+                unlinked += 1
+        pipe.execute()
+    return unlinked

@@ -1,0 +1,843 @@
+"""Model-based test: hypothesis drives ``RedisSaver`` against a plain-Python model.
+
+Rules (each a hypothesis ``@rule``):
+
+- ``put``: a checkpoint in one of 3 base threads (or a copy) and 2 namespaces ("" and
+  "child:1"), child of the latest or of an earlier live checkpoint (a fork), or the first of a
+  chain; a few channels, only some of them new (so blobs are shared), versions from
+  ``saver.get_next_version``; metadata source/step/run_id/parents, user_id (sometimes missing)
+  and tier (not indexed, sometimes missing).
+- ``reput``: the same checkpoint id stored again with changed values and metadata.
+- ``burst``: 100-130 checkpoints in a chain in one thread, one user_id and one run_id, so that
+  filters match more than a list page (100) and an inner batch (128).
+- ``put_writes``: writes of a task against a live checkpoint, regular channels (first write
+  wins) and special ones (``__error__``, ``__interrupt__``: replace).
+- ``get_tuple``: latest or by id, compared whole (config, checkpoint with its channel values,
+  metadata, parent config, pending writes in order).
+- ``list_thread``: one thread, every namespace or one, with filter / before / limit.
+- ``list_global``: ``list(None, filter=...)`` over every thread, indexed and unindexed keys.
+  Limits around the page (100) and the inner batch (128): 1, 2, 99, 100, 101, 127, 128, 129,
+  None.
+- ``delete_thread``, ``delete_for_runs``, ``copy_thread`` (to a fresh thread or onto an existing
+  one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
+  ``set_thread_ttl``.
+- ``recreate``: close the saver and open another on the same prefix with another ``ttl`` (None,
+  30/60/120 s, refresh_on_read or not) and ``index_metadata`` (default, or with user_id).
+- ``advance``: 10, 40, 61 or 200 s pass, without sleeping (``tests/clock.py`` lowers every PTTL).
+
+The oracle:
+
+- After every step ``saver.check_invariants()`` must be ``[]``, a thread the model knows to be
+  empty (deleted, or idle past its ttl) has no key under its hash tag, and once every thread is
+  empty and every finite expiry ever given has passed, the prefix holds no key at all (but
+  ``P:mk``, the registry of indexed metadata keys: a setting of the prefix).
+- Without any ttl the model is exact: each checkpoint's "alive until" is infinite, every result
+  must equal the model's.
+- With a ttl the model keeps sound bounds, not the implementation's key-by-key expiry. A
+  checkpoint must be returned while ``now < alive_until``: its write (or a refreshing read, or
+  set_thread_ttl/pin/unpin) plus its thread's ttl (pinned: forever; a checkpoint written with
+  no ttl at all: forever, whatever savers come later). When a saver with a shorter ttl takes
+  over, finite bounds shrink to ``anchor + new ttl`` (a later put may legitimately give shared
+  blobs and indexes the shorter expiry). A thread idle past ``gone_after`` (the latest expiry
+  any of its writes gave) must have no key left. In between, a checkpoint may be returned or
+  not, but what is returned must equal what was put. Pending writes carry the same kind of
+  bound per write. A checkpoint observed absent is dropped from the model (it cannot come back).
+- Lists must return, newest first, only checkpoints that may exist and match, every one that
+  must exist (all of them, or, with a full page, all those newer than the last one returned).
+
+``RSKV_MODEL_EXAMPLES`` / ``RSKV_MODEL_STEPS`` select a long run (e.g. 2000). For triage,
+``RSKV_MODEL_SKIP`` names failure kinds to ignore (comma-separated prefixes of the names in
+the failure messages, e.g. ``check_invariants,list_global[indexed].missing``, or ``reput`` to
+turn that rule off); it is empty by default and must stay so in CI.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pytest
+import redis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    CheckpointTuple,
+    empty_checkpoint,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.base.id import uuid6
+
+from langgraph.checkpoint.rediskv import RedisSaver
+
+from .clock import advance_time
+from .conftest import new_prefix
+
+INF = math.inf
+BASE_THREADS = ("t0", "t1", "t:2")
+NAMESPACES = ("", "child:1")
+CHANNELS = ("messages", "counter", "profile", "summary")
+SOURCES = ("input", "loop", "update", "fork")
+RUNS = ("run-0", "run-1", "run-2")
+USERS = ("u0", "u1", "u2")
+TIERS = ("free", "pro")
+TASKS = {
+    "task-a": "~__pregel_pull, agent",
+    "task-b": "~__pregel_pull, tools",
+    "task-c": "~__pregel_push, 0",
+}
+WRITE_CHANNELS = ("messages", "counter", "__error__", "__interrupt__")
+LIMITS = (1, 2, 99, 100, 101, 127, 128, 129, None)
+DEFAULT_INDEX = ("source", "step", "run_id")
+INDEXES = (DEFAULT_INDEX, (*DEFAULT_INDEX, "user_id"))
+# (default_ttl minutes, refresh_on_read) or None: 30, 60 and 120 s
+TTLS: tuple[tuple[float, bool] | None, ...] = (
+    None,
+    (1, False),
+    (1, True),
+    (0.5, False),
+    (2, True),
+)
+ADVANCES = (10, 40, 61, 200)
+MAX_COPIES = 3
+MAX_BURSTS = 2
+SKIP = tuple(s.strip() for s in os.environ.get("RSKV_MODEL_SKIP", "").split(",") if s.strip())
+
+_FAILURES: dict[str, type[AssertionError]] = {}
+
+
+def fail(kind: str, message: str) -> None:
+    """Raise an AssertionError of a class named after ``kind``: hypothesis tells failures apart
+    by exception type and place, so each kind is shrunk and reported on its own."""
+    if kind.startswith(SKIP) and SKIP:
+        return
+    cls = _FAILURES.get(kind)
+    if cls is None:
+        name = "".join(c if c.isalnum() else "_" for c in kind)
+        cls = _FAILURES[kind] = type(f"ModelMismatch_{name}", (AssertionError,), {})
+    raise cls(f"[{kind}] {message}")
+
+
+def cfg(thread_id: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+@dataclass
+class Write:
+    """One pending write (task, slot) of a checkpoint; ``options`` lists the (channel, value)
+    it may hold (more than one only when a first-wins write met a write that may have
+    expired), and it must be there while ``now < alive_until``."""
+
+    task_id: str
+    slot: int
+    options: list[tuple[str, Any]]
+    alive_until: float
+
+    @property
+    def sort_key(self) -> tuple[str, str, int]:
+        return writes_sort_key(TASKS[self.task_id], self.task_id, self.slot)
+
+
+@dataclass
+class Cp:
+    ns: str
+    id: str
+    checkpoint: dict[str, Any]  # with channel_values: exactly what get_tuple must return
+    metadata: dict[str, Any]
+    parent_id: str | None
+    alive_until: float  # must be returned while now < alive_until
+    anchor: float  # when alive_until was last set from a ttl
+    writes: dict[tuple[str, int], Write] = field(default_factory=dict)
+
+
+@dataclass
+class Thread:
+    id: str
+    cps: dict[tuple[str, str], Cp] = field(default_factory=dict)
+    own: int | None = None  # its own ttl in seconds, 0 when pinned, None: the saver's default
+    gone_after: float = -INF  # no key may be left once now >= gone_after
+    clean: bool = True  # the model knows it has no key at all
+
+
+picks = st.integers(min_value=0, max_value=50)
+filter_items = st.one_of(
+    st.tuples(st.just("source"), st.sampled_from(SOURCES)),
+    st.tuples(st.just("step"), st.integers(-1, 4)),
+    st.tuples(st.just("run_id"), st.sampled_from(RUNS)),
+    st.tuples(st.just("user_id"), st.sampled_from((*USERS, None))),
+    st.tuples(st.just("tier"), st.sampled_from((*TIERS, None))),
+)
+filters = st.none() | st.lists(filter_items, max_size=2, unique_by=lambda kv: kv[0]).map(dict)
+
+
+class SaverMachine(RuleBasedStateMachine):
+    server_url: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        assert self.server_url, "the server_url fixture did not run"
+        self.prefix = new_prefix()
+        self.client = redis.Redis.from_url(self.server_url)
+        self.now = 0.0
+        self.saver_ttl: int | None = None
+        self.refresh = False
+        self.indexed: tuple[str, ...] = DEFAULT_INDEX
+        self.saver = RedisSaver(self.server_url, prefix=self.prefix)
+        # reads by id without refreshing anything, to settle what the model is unsure of
+        self.prober = RedisSaver(self.server_url, prefix=self.prefix)
+        self.threads: dict[str, Thread] = {t: Thread(t) for t in BASE_THREADS}
+        self.copies = 0
+        self.bursts = 0
+        self.counter = 0
+        self.last_id = ""
+        # the latest finite expiry ever given to any key (also of threads deleted since)
+        self.finite_gone_after = -INF
+
+    def teardown(self) -> None:
+        self.saver.close()
+        self.prober.close()
+        keys = list(self.client.scan_iter(match=f"{self.prefix}:*", count=1000))
+        for start in range(0, len(keys), 1000):
+            self.client.unlink(*keys[start : start + 1000])
+        self.client.close()
+
+    # -- model helpers ---------------------------------------------------------------------
+    def pick_thread(self, pick: int) -> Thread:
+        ids = list(self.threads)
+        return self.threads[ids[pick % len(ids)]]
+
+    def ttl_of(self, th: Thread) -> float:
+        """Seconds a write to the thread lasts now (INF: no expiry)."""
+        if th.own is not None:
+            return INF if th.own == 0 else th.own
+        return INF if self.saver_ttl is None else self.saver_ttl
+
+    def touch(self, th: Thread, ttl: float) -> None:
+        """The thread got keys that expire ``ttl`` from now."""
+        th.clean = False
+        th.gone_after = max(th.gone_after, self.now + ttl)
+        if ttl < INF:
+            self.finite_gone_after = max(self.finite_gone_after, self.now + ttl)
+
+    def reset(self, th: Thread) -> None:
+        th.cps.clear()
+        th.own = None
+        th.gone_after = -INF
+        th.clean = True
+
+    def must(self, cp: Cp) -> bool:
+        return self.now < cp.alive_until
+
+    def next_id(self) -> str:
+        while True:
+            new = str(uuid6())
+            if new > self.last_id:  # ids must grow, as LangGraph's do
+                self.last_id = new
+                return new
+
+    def value(self, channel: str) -> Any:
+        self.counter += 1
+        n = self.counter
+        if channel == "counter":
+            return n
+        if channel == "profile":
+            return {"name": "Ada", "visits": n, "tags": ["a", "b"]}
+        if channel == "summary":
+            return f"summary {n}"
+        raise AssertionError(channel)
+
+    def write_value(self, channel: str) -> Any:
+        self.counter += 1
+        n = self.counter
+        if channel == "messages":
+            return [AIMessage(f"partial {n}")]
+        if channel == "counter":
+            return n
+        if channel == "__error__":
+            return {"message": f"boom {n}"}
+        return [{"value": f"ask {n}", "id": f"i{n}"}]
+
+    def live_cps(self, th: Thread, ns: str) -> list[Cp]:
+        return sorted(
+            (cp for cp in th.cps.values() if cp.ns == ns and self.must(cp)), key=lambda cp: cp.id
+        )
+
+    # -- checks ----------------------------------------------------------------------------
+    def check_tuple(self, op: str, got: CheckpointTuple, th: Thread, cp: Cp) -> None:
+        diffs = {}
+        if got.config != cfg(th.id, cp.ns, cp.id):
+            diffs["config"] = (got.config, cfg(th.id, cp.ns, cp.id))
+        if got.checkpoint != cp.checkpoint:
+            got_values = got.checkpoint.get("channel_values", {})
+            want_values = cp.checkpoint["channel_values"]
+            diffs["checkpoint"] = {
+                "channel_values": {
+                    k: (got_values.get(k, "<missing>"), want_values.get(k, "<missing>"))
+                    for k in set(got_values) | set(want_values)
+                    if got_values.get(k, "<missing>") != want_values.get(k, "<missing>")
+                },
+                "other": {
+                    k: (got.checkpoint.get(k), cp.checkpoint.get(k))
+                    for k in set(got.checkpoint) | set(cp.checkpoint)
+                    if k != "channel_values" and got.checkpoint.get(k) != cp.checkpoint.get(k)
+                },
+            }
+        if got.metadata != cp.metadata:
+            diffs["metadata"] = (got.metadata, cp.metadata)
+        want_parent = cfg(th.id, cp.ns, cp.parent_id) if cp.parent_id else None
+        if got.parent_config != want_parent:
+            diffs["parent_config"] = (got.parent_config, want_parent)
+        if diffs:
+            fail(f"{op}.content", f"{th.id!r} {cp.ns!r} {cp.id}: got vs model {diffs}")
+
+    def check_writes(self, op: str, got: CheckpointTuple, th: Thread, cp: Cp) -> list[Write]:
+        """The returned pending writes against the model; returns the model writes seen."""
+        entries = sorted(cp.writes.values(), key=lambda w: w.sort_key)
+        pending = [tuple(w) for w in got.pending_writes or []]
+        where = f"{th.id!r} {cp.ns!r} {cp.id}"
+        if all(len(w.options) == 1 and w.alive_until > self.now for w in entries):
+            want = [(w.task_id, *w.options[0]) for w in entries]
+            if pending != want:
+                fail(f"{op}.writes", f"{where}: pending_writes {pending}, model {want}")
+            return entries
+        seen: list[Write] = []
+        i = 0
+        for w in entries:
+            if i < len(pending) and pending[i][0] == w.task_id and pending[i][1:] in w.options:
+                seen.append(w)
+                i += 1
+            elif w.alive_until > self.now:
+                fail(f"{op}.writes", f"{where}: write {w} missing from {pending}")
+        if i < len(pending):
+            fail(f"{op}.writes", f"{where}: unexpected writes {pending[i:]} (model {entries})")
+        return seen
+
+    def observed(
+        self, op: str, got: CheckpointTuple, th: Thread, cp: Cp, renew: float | None = None
+    ) -> None:
+        """A checkpoint came back: check it whole, and settle what the model was unsure of
+        (writes not seen are gone for good; ``renew``: a refreshing read renewed it)."""
+        self.check_tuple(op, got, th, cp)
+        seen = self.check_writes(op, got, th, cp)
+        position = {id(w): i for i, w in enumerate(seen)}
+        for key, w in list(cp.writes.items()):
+            if id(w) not in position:
+                del cp.writes[key]  # not there now: it cannot come back
+                continue
+            _, channel, value = got.pending_writes[position[id(w)]]
+            w.options = [(channel, value)]
+            if renew is not None:
+                w.alive_until = renew
+        if renew is not None:
+            cp.alive_until = renew
+            cp.anchor = self.now
+
+    def check_listing(
+        self,
+        op: str,
+        got: list[CheckpointTuple],
+        candidates: list[tuple[Thread, Cp]],
+        limit: int | None,
+        call: str,
+    ) -> None:
+        by_key = {(th.id, cp.ns, cp.id): (th, cp) for th, cp in candidates}
+        must = {k for k, (_, cp) in by_key.items() if self.must(cp)}
+        keys = [
+            (
+                t.config["configurable"]["thread_id"],
+                t.config["configurable"]["checkpoint_ns"],
+                t.config["configurable"]["checkpoint_id"],
+            )
+            for t in got
+        ]
+        summary = f"{call} returned {len(got)}, model: {len(must)} must exist of {len(by_key)}"
+        if limit is not None and len(got) > limit:
+            fail(f"{op}.limit", summary)
+        unknown = [k for k in keys if k not in by_key]
+        if unknown:
+            fail(f"{op}.extra", f"{summary}; not in the model (or not matching): {unknown[:5]}")
+        if len(set(keys)) != len(keys):
+            fail(f"{op}.duplicates", summary)
+        ids = [k[2] for k in keys]
+        if ids != sorted(ids, reverse=True):
+            fail(f"{op}.order", f"{summary}; ids not newest first: {ids[:10]}")
+        if limit is None or len(got) < limit:
+            missing = sorted(must - set(keys), key=lambda k: k[2], reverse=True)
+        else:
+            missing = sorted(
+                (k for k in must - set(keys) if k[2] > ids[-1]), key=lambda k: k[2], reverse=True
+            )
+        if missing:
+            fail(f"{op}.missing", f"{summary}; missing {len(missing)}: {missing[:5]}")
+        for t, k in zip(got, keys, strict=True):
+            th, cp = by_key[k]
+            self.observed(op, t, th, cp)
+
+    def settle(self, th: Thread) -> None:
+        """Read every checkpoint the model is unsure of (no refresh): drop those gone."""
+        for key, cp in list(th.cps.items()):
+            if self.must(cp):
+                continue
+            got = self.prober.get_tuple(cfg(th.id, cp.ns, cp.id))
+            if got is None:
+                del th.cps[key]
+            else:
+                self.observed("probe", got, th, cp)
+
+    def keys_by_thread(self) -> tuple[list[str], dict[str, list[str]]]:
+        """Every key of the prefix but the registry of indexed metadata keys (P:mk, a setting
+        of the prefix), and those of each thread (its hash tag)."""
+        registry = f"{self.prefix}:mk"
+        keys = [
+            k.decode()
+            for k in self.client.scan_iter(match=f"{self.prefix}:*", count=1000)
+            if k.decode() != registry
+        ]
+        tags = {t: self.saver._core.keys.tag(t) for t in self.threads}
+        return keys, {t: [k for k in keys if tag in k] for t, tag in tags.items()}
+
+    def matches(self, metadata: dict[str, Any], flt: dict[str, Any] | None) -> bool:
+        return all(
+            metadata.get(k) == v and type(metadata.get(k)) is type(v)
+            for k, v in (flt or {}).items()
+        )
+
+    # -- writes ----------------------------------------------------------------------------
+    def put_one(
+        self,
+        th: Thread,
+        ns: str,
+        parent: Cp | None,
+        changed: set[str],
+        metadata: dict[str, Any],
+        *,
+        base: Cp | None = None,
+        checkpoint_id: str | None = None,
+    ) -> Cp:
+        """Put a checkpoint whose values are ``base``'s (default: the parent's) with the
+        ``changed`` channels new; returns its model record."""
+        base = base or parent
+        if base is None:
+            values: dict[str, Any] = {}
+            versions: dict[str, Any] = {}
+            changed = {*changed, "messages", "counter", "profile"}
+        else:
+            values = copy.deepcopy(base.checkpoint["channel_values"])
+            versions = dict(base.checkpoint["channel_versions"])
+        new_versions = {}
+        for ch in sorted(changed):
+            if ch == "messages":
+                msgs = list(values.get("messages", []))
+                self.counter += 1
+                msgs.append(
+                    HumanMessage(f"user {self.counter}")
+                    if len(msgs) % 2 == 0
+                    else AIMessage(f"bot {self.counter}")
+                )
+                values[ch] = msgs
+            else:
+                values[ch] = self.value(ch)
+            versions[ch] = self.saver.get_next_version(versions.get(ch), None)
+            new_versions[ch] = versions[ch]
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = checkpoint_id or self.next_id()
+        checkpoint["channel_values"] = values
+        checkpoint["channel_versions"] = versions
+        checkpoint["versions_seen"] = {"agent": dict(new_versions)}
+        checkpoint["updated_channels"] = sorted(changed)
+        config: dict[str, Any] = {"configurable": {"thread_id": th.id, "checkpoint_ns": ns}}
+        parent_id = parent.id if parent else (base.parent_id if base else None)
+        if parent_id:
+            config["configurable"]["checkpoint_id"] = parent_id
+        stored = self.saver.put(config, copy.deepcopy(checkpoint), dict(metadata), new_versions)
+        if stored != cfg(th.id, ns, checkpoint["id"]):
+            fail("put.reply", f"put returned {stored}")
+        ttl = self.ttl_of(th)
+        old = th.cps.get((ns, checkpoint["id"]))
+        cp = Cp(
+            ns=ns,
+            id=checkpoint["id"],
+            checkpoint=checkpoint,
+            metadata=get_serializable_checkpoint_metadata(config, metadata),  # type: ignore[arg-type]
+            parent_id=parent_id,
+            alive_until=self.now + ttl,
+            anchor=self.now,
+            writes=old.writes if old else {},  # re-putting an id keeps its pending writes
+        )
+        th.cps[(ns, cp.id)] = cp
+        self.touch(th, ttl)
+        return cp
+
+    def metadata(
+        self, source: str, step: int, run: str, user: str | None, tier: str | None
+    ) -> dict[str, Any]:
+        md: dict[str, Any] = {"source": source, "step": step, "run_id": run, "parents": {}}
+        if user is not None:
+            md["user_id"] = user
+        if tier is not None:
+            md["tier"] = tier
+        return md
+
+    @rule(
+        thread=picks,
+        ns=st.sampled_from(NAMESPACES),
+        parent=st.none() | picks,
+        changed=st.sets(st.sampled_from(CHANNELS), max_size=3),
+        source=st.sampled_from(SOURCES),
+        run=st.sampled_from(RUNS),
+        user=st.sampled_from((*USERS, None)),
+        tier=st.sampled_from((*TIERS, None)),
+    )
+    def put(
+        self,
+        thread: int,
+        ns: str,
+        parent: int | None,
+        changed: set[str],
+        source: str,
+        run: str,
+        user: str | None,
+        tier: str | None,
+    ) -> None:
+        th = self.pick_thread(thread)
+        # parents come from what must still be there, as LangGraph reads it before writing
+        live = self.live_cps(th, ns)
+        parent_cp = (live[-1] if parent is None else live[parent % len(live)]) if live else None
+        step = parent_cp.metadata["step"] + 1 if parent_cp else -1
+        self.put_one(th, ns, parent_cp, changed, self.metadata(source, step, run, user, tier))
+
+    @precondition(
+        lambda self: (
+            "reput" not in SKIP
+            and any(self.must(cp) for th in self.threads.values() for cp in th.cps.values())
+        )
+    )
+    @rule(
+        pick=picks,
+        changed=st.sets(st.sampled_from(CHANNELS), min_size=1, max_size=2),
+        run=st.sampled_from(RUNS),
+        user=st.sampled_from((*USERS, None)),
+    )
+    def reput(self, pick: int, changed: set[str], run: str, user: str | None) -> None:
+        """Store an existing checkpoint id again (same parent), with other values and
+        metadata; the channels that do not change keep the blobs of the replaced record."""
+        live = [(th, cp) for th in self.threads.values() for cp in th.cps.values() if self.must(cp)]
+        th, old = live[pick % len(live)]
+        md = self.metadata("update", old.metadata["step"], run, user, None)
+        self.put_one(th, old.ns, None, changed, md, base=old, checkpoint_id=old.id)
+
+    @precondition(lambda self: self.bursts < MAX_BURSTS)
+    @rule(
+        thread=picks,
+        count=st.integers(100, 130),
+        user=st.sampled_from(USERS),
+        run=st.sampled_from(RUNS),
+    )
+    def burst(self, thread: int, count: int, user: str, run: str) -> None:
+        self.bursts += 1
+        th = self.pick_thread(thread)
+        live = self.live_cps(th, "")
+        parent = live[-1] if live else None
+        for _ in range(count):
+            step = parent.metadata["step"] + 1 if parent else -1
+            md = self.metadata("loop", step, run, user, "pro")
+            parent = self.put_one(th, "", parent, {"counter"}, md)
+
+    @precondition(
+        lambda self: any(self.must(cp) for th in self.threads.values() for cp in th.cps.values())
+    )
+    @rule(
+        pick=picks,
+        task=st.sampled_from(sorted(TASKS)),
+        channels=st.lists(st.sampled_from(WRITE_CHANNELS), min_size=1, max_size=3),
+    )
+    def put_writes(self, pick: int, task: str, channels: list[str]) -> None:
+        live = [(th, cp) for th in self.threads.values() for cp in th.cps.values() if self.must(cp)]
+        th, cp = live[pick % len(live)]
+        writes = [(ch, self.write_value(ch)) for ch in channels]
+        self.saver.put_writes(cfg(th.id, cp.ns, cp.id), copy.deepcopy(writes), task, TASKS[task])
+        ttl = self.ttl_of(th)
+        until = self.now + ttl
+        # the hash gets a fresh expiry: writes that surely were there are renewed
+        for w in cp.writes.values():
+            if w.alive_until > self.now:
+                w.alive_until = until
+        for idx, (ch, value) in enumerate(writes):
+            slot = WRITES_IDX_MAP.get(ch, idx)
+            old = cp.writes.get((task, slot))
+            if old is None or slot < 0:
+                cp.writes[(task, slot)] = Write(task, slot, [(ch, value)], until)
+            elif old.alive_until <= self.now:
+                # first wins, but the first may have expired: either may be there now
+                old.options.append((ch, value))
+                old.alive_until = until
+        self.touch(th, ttl)
+
+    # -- reads -----------------------------------------------------------------------------
+    @rule(thread=picks, ns=st.sampled_from(NAMESPACES), which=st.none() | picks)
+    def get_tuple(self, thread: int, ns: str, which: int | None) -> None:
+        th = self.pick_thread(thread)
+        cps = sorted((cp for cp in th.cps.values() if cp.ns == ns), key=lambda cp: cp.id)
+        ttl = self.ttl_of(th)
+        refreshing = self.refresh and self.saver_ttl is not None and ttl < INF
+        renew = self.now + ttl if refreshing else None
+        if which is None or not cps:
+            got = self.saver.get_tuple({"configurable": {"thread_id": th.id, "checkpoint_ns": ns}})
+            must = [cp for cp in cps if self.must(cp)]
+            call = f"get_tuple({th.id!r}, {ns!r}, latest)"
+            if got is None:
+                if must:
+                    fail("get_tuple.missing", f"{call} is None, model latest {must[-1].id}")
+                return
+            got_id = got.config["configurable"]["checkpoint_id"]
+            cp = th.cps.get((ns, got_id))
+            if cp is None:
+                fail("get_tuple.extra", f"{call} returned {got_id}, not in the model")
+                return
+            if must and got_id < must[-1].id:
+                fail("get_tuple.stale", f"{call} returned {got_id}, model latest {must[-1].id}")
+        else:
+            cp = cps[which % len(cps)]
+            got = self.saver.get_tuple(cfg(th.id, ns, cp.id))
+            call = f"get_tuple({th.id!r}, {ns!r}, {cp.id})"
+            if got is None:
+                if self.must(cp):
+                    fail("get_tuple.missing", f"{call} is None")
+                del th.cps[(ns, cp.id)]  # observed gone: it cannot come back
+                return
+        self.observed("get_tuple", got, th, cp, renew)
+        if renew is not None:
+            self.touch(th, ttl)
+
+    @rule(
+        thread=picks,
+        ns=st.sampled_from((None, *NAMESPACES)),
+        flt=filters,
+        before=st.none() | picks,
+        limit=st.sampled_from(LIMITS),
+    )
+    def list_thread(
+        self,
+        thread: int,
+        ns: str | None,
+        flt: dict[str, Any] | None,
+        before: int | None,
+        limit: int | None,
+    ) -> None:
+        th = self.pick_thread(thread)
+        config: dict[str, Any] = {"configurable": {"thread_id": th.id}}
+        if ns is not None:
+            config["configurable"]["checkpoint_ns"] = ns
+        ids = sorted(cp.id for cp in th.cps.values())
+        before_id = ids[before % len(ids)] if before is not None and ids else None
+        before_cfg = cfg(th.id, "", before_id) if before_id else None
+        got = list(self.saver.list(config, filter=flt, before=before_cfg, limit=limit))
+        candidates = [
+            (th, cp)
+            for cp in th.cps.values()
+            if (ns is None or cp.ns == ns)
+            and self.matches(cp.metadata, flt)
+            and (before_id is None or cp.id < before_id)
+        ]
+        call = f"list({th.id!r}, ns={ns!r}, filter={flt}, before={before_id}, limit={limit})"
+        self.check_listing("list_thread", got, candidates, limit, call)
+
+    @rule(flt=filters, before=st.none() | picks, limit=st.sampled_from(LIMITS))
+    def list_global(
+        self, flt: dict[str, Any] | None, before: int | None, limit: int | None
+    ) -> None:
+        ids = sorted(cp.id for th in self.threads.values() for cp in th.cps.values())
+        before_id = ids[before % len(ids)] if before is not None and ids else None
+        before_cfg = cfg("any", "", before_id) if before_id else None
+        got = list(self.saver.list(None, filter=flt, before=before_cfg, limit=limit))
+        candidates = [
+            (th, cp)
+            for th in self.threads.values()
+            for cp in th.cps.values()
+            if self.matches(cp.metadata, flt) and (before_id is None or cp.id < before_id)
+        ]
+        indexed = any(k in self.indexed and v is not None for k, v in (flt or {}).items())
+        op = "list_global[indexed]" if indexed else "list_global[scan]"
+        call = f"list(None, filter={flt}, before={before_id}, limit={limit})"
+        self.check_listing(op, got, candidates, limit, call)
+
+    # -- deletes and copies ----------------------------------------------------------------
+    @rule(thread=picks)
+    def delete_thread(self, thread: int) -> None:
+        th = self.pick_thread(thread)
+        self.saver.delete_thread(th.id)
+        self.reset(th)
+
+    @rule(runs=st.lists(st.sampled_from((*RUNS, "run-x")), min_size=1, max_size=2, unique=True))
+    def delete_for_runs(self, runs: list[str]) -> None:
+        self.saver.delete_for_runs(runs)
+        for th in self.threads.values():
+            for key, cp in list(th.cps.items()):
+                if cp.metadata.get("run_id") in runs:
+                    del th.cps[key]
+
+    @precondition(lambda self: any(th.cps for th in self.threads.values()))
+    @rule(source=picks, onto=st.none() | picks)
+    def copy_thread(self, source: int, onto: int | None) -> None:
+        sources = [th for th in self.threads.values() if th.cps]
+        src = sources[source % len(sources)]
+        if onto is None and self.copies < MAX_COPIES:
+            self.copies += 1
+            dst = self.threads.setdefault(f"copy{self.copies}", Thread(f"copy{self.copies}"))
+        else:
+            others = [th for th in self.threads.values() if th is not src]
+            dst = others[(onto or 0) % len(others)]
+        self.settle(src)  # what is still there now is what gets copied
+        self.saver.copy_thread(src.id, dst.id)
+        if not src.cps:
+            return
+        ttl = self.ttl_of(dst)
+        for key, cp in src.cps.items():
+            new = copy.deepcopy(cp)
+            new.alive_until = self.now + ttl
+            new.anchor = self.now
+            for w in new.writes.values():
+                if w.alive_until > self.now:
+                    w.alive_until = self.now + ttl
+            dst.cps[key] = new  # records with the same ids are replaced, writes included
+        self.touch(dst, ttl)
+
+    @rule(
+        threads=st.lists(picks, min_size=1, max_size=2),
+        strategy=st.sampled_from(("keep_latest", "delete_all")),
+    )
+    def prune(self, threads: list[int], strategy: str) -> None:
+        chosen = list({self.pick_thread(p).id: self.pick_thread(p) for p in threads}.values())
+        for th in chosen:
+            self.settle(th)  # the latest is the latest of what is still there
+        self.saver.prune([th.id for th in chosen], strategy=strategy)
+        for th in chosen:
+            if strategy == "delete_all":
+                self.reset(th)
+                continue
+            latest: dict[str, Cp] = {}
+            for cp in th.cps.values():
+                if cp.ns not in latest or cp.id > latest[cp.ns].id:
+                    latest[cp.ns] = cp
+            th.cps = {(cp.ns, cp.id): cp for cp in latest.values()}
+
+    # -- expiry ------------------------------------------------------------------------------
+    def renew_all(self, th: Thread, ttl: float) -> None:
+        """set_thread_ttl/pin/unpin: every key of the thread gets ``ttl`` from now."""
+        self.settle(th)
+        for cp in th.cps.values():
+            cp.alive_until = self.now + ttl
+            cp.anchor = self.now
+            for w in cp.writes.values():
+                if w.alive_until > self.now:
+                    w.alive_until = self.now + ttl
+        th.gone_after = self.now + ttl
+        if ttl < INF:
+            self.finite_gone_after = max(self.finite_gone_after, self.now + ttl)
+
+    @rule(thread=picks)
+    def pin_thread(self, thread: int) -> None:
+        th = self.pick_thread(thread)
+        self.saver.pin_thread(th.id)
+        th.own = 0
+        th.clean = False  # the setting is a key of the thread
+        self.renew_all(th, INF)
+
+    @rule(thread=picks)
+    def unpin_thread(self, thread: int) -> None:
+        th = self.pick_thread(thread)
+        self.saver.unpin_thread(th.id)
+        th.own = None
+        if not th.clean:
+            self.renew_all(th, self.ttl_of(th))
+
+    @rule(thread=picks, minutes=st.sampled_from((0.5, 1, 2)))
+    def set_thread_ttl(self, thread: int, minutes: float) -> None:
+        th = self.pick_thread(thread)
+        self.saver.set_thread_ttl(th.id, minutes)
+        th.own = int(minutes * 60)
+        th.clean = False
+        self.renew_all(th, th.own)
+
+    @rule(ttl=st.sampled_from(TTLS), index=st.sampled_from(INDEXES))
+    def recreate(self, ttl: tuple[float, bool] | None, index: tuple[str, ...]) -> None:
+        self.saver.close()
+        options = None if ttl is None else {"default_ttl": ttl[0], "refresh_on_read": ttl[1]}
+        self.saver = RedisSaver(
+            self.server_url, prefix=self.prefix, ttl=options, index_metadata=index
+        )
+        self.saver_ttl = None if ttl is None else int(ttl[0] * 60)
+        self.refresh = ttl is not None and ttl[1]
+        self.indexed = index
+        if self.saver_ttl is not None:
+            # a later put may give shared blobs and indexes this shorter expiry; what was
+            # written without any ttl keeps none
+            for th in self.threads.values():
+                if th.own is None:
+                    for cp in th.cps.values():
+                        if cp.alive_until < INF:
+                            cp.alive_until = min(cp.alive_until, cp.anchor + self.saver_ttl)
+
+    @rule(seconds=st.sampled_from(ADVANCES))
+    def advance(self, seconds: int) -> None:
+        advance_time(self.client, self.prefix, seconds)
+        self.now += seconds
+        _, by_thread = self.keys_by_thread()
+        for th in self.threads.values():
+            if not th.clean and self.now >= th.gone_after:
+                if by_thread[th.id]:
+                    fail(
+                        "expiry.thread_not_gone",
+                        f"{th.id!r} idle past its ttl (gone after {th.gone_after}, now "
+                        f"{self.now}) still has {sorted(by_thread[th.id])[:6]}",
+                    )
+                self.reset(th)
+        for th in self.threads.values():
+            self.settle(th)
+
+    # -- invariants --------------------------------------------------------------------------
+    @invariant()
+    def store_is_consistent(self) -> None:
+        problems = self.saver.check_invariants()
+        if problems:
+            fail("check_invariants", f"{[str(p) for p in problems][:8]}")
+        keys, by_thread = self.keys_by_thread()
+        for th in self.threads.values():
+            if th.clean and by_thread[th.id]:
+                fail("thread_keys_left", f"{th.id!r} must have no key: {by_thread[th.id][:6]}")
+        everything_gone = all(th.clean for th in self.threads.values())
+        if everything_gone and self.now >= self.finite_gone_after and keys:
+            fail("prefix_keys_left", f"every thread is gone, yet {sorted(keys)[:6]}")
+
+
+def _settings() -> settings:
+    examples = int(os.environ.get("RSKV_MODEL_EXAMPLES", "0"))
+    steps = int(os.environ.get("RSKV_MODEL_STEPS", "0"))
+    return settings(
+        max_examples=examples or 30,
+        stateful_step_count=steps or (50 if examples else 30),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _server(server_url: str) -> None:
+    SaverMachine.server_url = server_url
+
+
+SaverMachine.TestCase.settings = _settings()
+TestSaverModel = SaverMachine.TestCase
