@@ -5,8 +5,10 @@
   KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}
-  ARGV[3]  "1" to search every namespace of the thread, "0" for the one in ARGV[4]
-  ARGV[4]  namespace N (encoded)
+  ARGV[3]  "0": the namespace in ARGV[4]; "1": every namespace of the thread, unless it has
+           more than ARGV[4] (then the reply lists them, for the client to list them in
+           chunks and merge); "2": the namespaces (encoded) after the filter pairs
+  ARGV[4]  namespace N (encoded), or for "1" the most namespaces one call merges
   ARGV[5]  only this checkpoint id (raw), "" for any
   ARGV[6]  before: only ids lexically below this one (raw), "" for no bound
   ARGV[7]  page size: at most this many checkpoints are returned
@@ -14,7 +16,8 @@
            over a long history never blocks the server for long
   ARGV[9]  f, the number of metadata filter pairs, then f pairs: field "m:<key>", canonical JSON
 
-  Reply: { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
+  Reply: { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
+  { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page: every id above it has been examined;
   nil means there is nothing more. The namespaces are merged newest first (a heap of their
   next ids), so the cursor is exact however many namespaces the thread has, and each call
@@ -34,7 +37,15 @@ if redis.call("EXISTS", KEYS[1]) == 0 then return { false } end
 
 local namespaces
 if ARGV[3] == "1" then
+  if only_id == "" and redis.call("SCARD", KEYS[1]) > tonumber(ARGV[4]) then
+    local reply = redis.call("SMEMBERS", KEYS[1])
+    table.insert(reply, 1, "NAMESPACES")
+    return reply
+  end
   namespaces = redis.call("SMEMBERS", KEYS[1])
+elseif ARGV[3] == "2" then
+  namespaces = {}
+  for i = 10 + 2 * nfilter, #ARGV do namespaces[#namespaces + 1] = ARGV[i] end
 else
   namespaces = { ARGV[4] }
 end

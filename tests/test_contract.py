@@ -15,7 +15,7 @@ import redis
 from langgraph.checkpoint.base import ERROR, INTERRUPT, Checkpoint, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, core
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
 from .conftest import data_keys, keys_of
@@ -414,3 +414,29 @@ def test_filters_on_values_beyond_json_match_in_every_process(
     ]
     naive = when.replace(tzinfo=None)
     assert listed_ids(saver, None, filter={"event": {"kind": "call", "at": naive}}) == []
+
+
+def test_a_thread_with_more_namespaces_than_one_call_reads(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing every namespace of a thread with thousands (subgraphs) is merged by the client
+    from chunks of namespaces, so no call reads them all; here chunks of 7 of 30."""
+    monkeypatch.setattr(core, "NAMESPACE_CHUNK", 7)
+    made: list[str] = []
+    for n in range(30):
+        made += chain(
+            saver, "t", [{"source": "loop", "step": s % 2} for s in range(3)], ns=f"sub{n}"
+        )
+    [other] = chain(saver, "u", [{"source": "loop", "step": 1}])
+    newest_first = sorted(made, reverse=True)
+    everything = {"configurable": {"thread_id": "t"}}
+    assert listed_ids(saver, everything) == newest_first
+    for limit in (1, 6, 7, 8, 89, 90, 91):
+        assert listed_ids(saver, everything, limit=limit) == newest_first[:limit]
+    middle = {"configurable": {"checkpoint_id": newest_first[40]}}
+    assert listed_ids(saver, everything, before=middle) == newest_first[41:]
+    odd = sorted(made[1::3], reverse=True)
+    assert listed_ids(saver, everything, filter={"step": 1}) == odd
+    assert listed_ids(saver, None, filter={"step": 1}) == sorted([*odd, other], reverse=True)
+    one = {"configurable": {"thread_id": "t", "checkpoint_id": made[44]}}
+    assert listed_ids(saver, one) == [made[44]]

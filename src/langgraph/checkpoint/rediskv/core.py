@@ -39,9 +39,13 @@ T = TypeVar("T")
 Arg = str | bytes | int
 
 # list pages: at most this many checkpoints per script call (one round trip for limit <= 100),
-# and at most this many ids examined per namespace per call while a filter rejects them.
+# and at most this many ids examined per call while a filter rejects them (about 10 ms of
+# server time; see benchmarks/server_time.py).
 LIST_PAGE = 100
-LIST_SCAN_BUDGET = 2000
+LIST_SCAN_BUDGET = 1000
+# A thread with more namespaces than this is listed in chunks of them, merged by the client,
+# so that no call reads the heads of more than this many namespace indexes.
+NAMESPACE_CHUNK = 500
 # The metadata keys indexed by default, and the longest canonical value that gets an entry
 # (longer values, and None, are still filtered, by the scan).
 DEFAULT_INDEXED_METADATA = ("source", "step", "run_id")
@@ -407,26 +411,36 @@ class SaverCore:
     def _list_call(
         self,
         thread_id: str,
-        ns: str | None,
+        ns: str | Sequence[str] | None,
         only_id: str,
         before: Arg,
         page: int,
         filter_args: Sequence[Arg],
     ) -> ScriptCall:
+        """list_checkpoints on one namespace (a str), on the encoded namespaces given (a
+        sequence: a chunk of a thread with many), or on every namespace (None)."""
         tag = self.keys.tag(thread_id)
+        chunk: tuple[str, ...] = ()
+        if ns is None:
+            mode, named = "1", str(NAMESPACE_CHUNK)
+        elif isinstance(ns, str):
+            mode, named = "0", encode_part(ns)
+        else:
+            mode, named, chunk = "2", "", tuple(ns)
         return ScriptCall(
             "list_checkpoints",
             (self.keys.thread(tag),),
             (
                 self.keys.prefix,
                 tag,
-                "1" if ns is None else "0",
-                encode_part(ns or ""),
+                mode,
+                named,
                 only_id,
                 before,
                 page,
                 LIST_SCAN_BUDGET,
                 *filter_args,
+                *chunk,
             ),
         )
 
@@ -461,11 +475,22 @@ class SaverCore:
         thread_id = thread_id_of(config)
         ns = config["configurable"].get("checkpoint_ns")
         only_id = get_checkpoint_id(config) or ""
+
+        def call(before: Arg, page: int) -> ScriptCall:
+            return self._list_call(thread_id, ns, only_id, before, page, filter_args)
+
+        first = yield call(before_id, _first_page(limit))
+        if first and first[0] == b"NAMESPACES":  # too many to merge in one call
+            yield from self._merge_streams(
+                _namespace_streams(thread_id, first[1:]), filter_args, before_id, limit
+            )
+            return
         yield from self._pages(
-            lambda before, page: self._list_call(thread_id, ns, only_id, before, page, filter_args),
+            call,
             lambda reply: (self.decode_record(thread_id, record) for record in reply[1:]),
             before_id,
             limit,
+            first,
         )
 
     def _list_indexed(
@@ -572,44 +597,72 @@ class SaverCore:
     ) -> Stream:
         """list(None): every thread's pages merged newest first, fetched lazily."""
         thread_ids = yield from self._scan_thread_ids()
-        page = LIST_PAGE if limit is None else min(limit, LIST_PAGE)
-        # heap entries: (_Newest(id), thread index, position in that thread's page)
-        pages: list[list[Any]] = [[] for _ in thread_ids]
-        cursors: list[str | None] = [before_id] * len(thread_ids)
+        streams: list[_ListStream] = [(t, None) for t in thread_ids]
+        yield from self._merge_streams(streams, filter_args, before_id, limit)
+
+    def _merge_streams(
+        self,
+        streams: list[_ListStream],
+        filter_args: Sequence[Arg],
+        before_id: str,
+        limit: int | None,
+    ) -> Stream:
+        """Pages of several streams (a thread's every namespace, or a chunk of the
+        namespaces of a thread that has too many for one call) merged newest first. A
+        stream whose reply lists its namespaces instead is replaced by one stream per
+        chunk of them."""
+        page = _first_page(limit)
+        # heap entries: (_Newest(id), stream index, position in that stream's page)
+        pages: list[list[Any]] = [[] for _ in streams]
+        cursors: list[str | None] = [before_id] * len(streams)
         heap: list[tuple[_Newest, int, int]] = []
 
-        def take(i: int, reply: Sequence[Any]) -> None:
+        def take(i: int, reply: Sequence[Any]) -> list[int]:
+            """Take a reply; returns the new streams it expanded into, if any."""
+            if reply and reply[0] == b"NAMESPACES":
+                thread_id = streams[i][0]
+                expanded = _namespace_streams(thread_id, reply[1:])
+                streams[i] = expanded[0]
+                added = list(range(len(streams), len(streams) + len(expanded) - 1))
+                streams.extend(expanded[1:])
+                pages.extend([] for _ in added)
+                cursors.extend(cursors[i] for _ in added)
+                return [i, *added]
             pages[i] = list(reply[1:])
             cursors[i] = reply[0].decode() if reply[0] is not None else None
             if pages[i]:
                 heapq.heappush(heap, (_Newest(pages[i][0][1]), i, 0))
+            return []
 
-        def fetch(threads: Sequence[int]) -> Op[None]:
-            """The next page of each thread, fetched until it holds a checkpoint or the
-            thread is done: a page may come back empty with a cursor (a long stretch that
-            the filter rejects), and the merge can only go on once every thread's next
+        def fetch(indexes: Sequence[int]) -> Op[None]:
+            """The next page of each stream, fetched until it holds a checkpoint or the
+            stream is done: a page may come back empty with a cursor (a long stretch that
+            the filter rejects), and the merge can only go on once every stream's next
             checkpoint is known."""
-            waiting = list(threads)
+            waiting = list(indexes)
             while waiting:
+                again: list[int] = []
                 for start in range(0, len(waiting), BATCH_SIZE):
                     chunk = waiting[start : start + BATCH_SIZE]
-                    replies = yield Batch(
-                        [
-                            self._list_call(
-                                thread_ids[i], None, "", cursors[i] or "", page, filter_args
-                            )
-                            for i in chunk
-                        ]
-                    )
+                    calls = [
+                        self._list_call(
+                            streams[i][0], streams[i][1], "", cursors[i] or "", page, filter_args
+                        )
+                        for i in chunk
+                    ]
+                    # one call goes alone: a pipeline would load the scripts first
+                    replies = [(yield calls[0])] if len(calls) == 1 else (yield Batch(calls))
                     for i, reply in zip(chunk, replies, strict=True):
-                        take(i, reply)
-                waiting = [i for i in waiting if not pages[i] and cursors[i] is not None]
+                        again += take(i, reply)
+                waiting = again + [
+                    i for i in waiting if not pages[i] and cursors[i] is not None
+                ]
 
-        yield from fetch(range(len(thread_ids)))
+        yield from fetch(range(len(streams)))
         emitted = 0
         while heap:
             _, i, pos = heapq.heappop(heap)
-            yield self.decode_record(thread_ids[i], pages[i][pos])
+            yield self.decode_record(streams[i][0], pages[i][pos])
             emitted += 1
             if limit is not None and emitted >= limit:
                 return
@@ -652,6 +705,19 @@ class SaverCore:
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
         yield from bulk.copy_thread(self, source_thread_id, target_thread_id)
+
+
+# one list stream: a thread, and its namespaces (encoded) when it has too many for one call
+_ListStream = tuple[str, Sequence[str] | None]
+
+
+def _namespace_streams(thread_id: str, namespaces: Sequence[bytes]) -> list[_ListStream]:
+    """A thread with more namespaces than one call merges, as one stream per chunk of them
+    (in byte order, so that every call sees the same chunks)."""
+    names = sorted(n.decode() for n in namespaces)
+    return [
+        (thread_id, names[i : i + NAMESPACE_CHUNK]) for i in range(0, len(names), NAMESPACE_CHUNK)
+    ] or [(thread_id, ())]
 
 
 def _first_page(limit: int | None) -> int:
