@@ -196,22 +196,6 @@ def keys_of(client: redis.Redis, pattern: str) -> list[str]:
     return sorted(k.decode() for k in client.scan_iter(match=pattern, count=1000))
 
 
-def advance_time(client: redis.Redis, prefix: str, seconds: float) -> None:
-    """Let ``seconds`` pass for the keys under the prefix, without sleeping: every key with an
-    expiry gets that much less time left, and a key whose time runs out is removed, as the
-    server would have expired it. Keys without an expiry are left alone."""
-    pipe = client.pipeline(transaction=False)
-    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-        left = client.pttl(key)
-        if left > 0:
-            remaining = left - int(seconds * 1000)
-            if remaining > 0:
-                pipe.pexpire(key, remaining)
-            else:
-                pipe.unlink(key)
-    pipe.execute()
-
-
 def data_keys(client: redis.Redis, prefix: str) -> list[str]:
     """Every key under the prefix except the registry of indexed metadata keys (``P:mk``), a
     setting of the prefix that stays when every thread is gone."""

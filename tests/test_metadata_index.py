@@ -11,7 +11,8 @@ import redis
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .conftest import RoundTrips, advance_time, keys_of
+from .clock import advance_time
+from .conftest import RoundTrips, keys_of
 from .test_contract import cfg, chain
 
 INDEXED = ("source", "step", "run_id", "user_id")

@@ -16,7 +16,8 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import RoundTrips, advance_time, data_keys, keys_of
+from .clock import advance_time
+from .conftest import RoundTrips, data_keys, keys_of
 from .test_contract import cfg, chain
 
 
