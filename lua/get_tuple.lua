@@ -24,9 +24,15 @@ if redis.call("EXISTS", K.thread) == 0 then return nil end
 local ttl = tonumber(ARGV[5])
 if ttl >= 0 then ttl = thread_ttl(K, ttl) else ttl = 0 end
 if id == "" then
-  local latest = redis.call("ZREVRANGE", KEYS[1], 0, 0)
-  if #latest == 0 then return nil end
-  id = latest[1]
+  -- the newest entry whose checkpoint is there: entries of expired checkpoints may lead
+  -- (written with a ttl after older ones written without), and are dropped as they are met
+  for _ = 1, 100 do
+    local latest = redis.call("ZREVRANGE", KEYS[1], 0, 0)
+    if #latest == 0 then return nil end
+    id = latest[1]
+    if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then break end
+    redis.call("ZREM", KEYS[1], id)
+  end
 elseif not redis.call("ZSCORE", KEYS[1], id) then
   return nil  -- not (or no longer) in the index: deleted, or pruned in steps
 end

@@ -24,6 +24,9 @@ Rules (each a hypothesis ``@rule``):
 - ``recreate``: close the saver and open another on the same prefix with another ``ttl`` (None,
   30/60/120 s, refresh_on_read or not) and ``index_metadata`` (default, or with user_id).
 - ``advance``: 10, 40, 61 or 200 s pass, without sleeping (``tests/clock.py`` lowers every PTTL).
+- ``concurrent_puts_with_an_oversized_value``: 2-5 puts at once through an auto-pipelined
+  AsyncRedisSaver, one of them over the server's proto-max-bulk-len (the model's private
+  server has 1 MB): only that one fails, with ValueTooLargeError, and it writes nothing.
 
 The oracle:
 
@@ -53,9 +56,11 @@ turn that rule off); it is empty by default and must stay so in CI.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -74,11 +79,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import decode_part
 
 from .clock import advance_time
-from .conftest import new_prefix
+from .conftest import PrivateServer, new_prefix
 
 INF = math.inf
 BASE_THREADS = ("t0", "t1", "t:2")
@@ -426,6 +431,7 @@ class SaverMachine(RuleBasedStateMachine):
         *,
         base: Cp | None = None,
         checkpoint_id: str | None = None,
+        send: Any = None,
     ) -> Cp:
         """Put a checkpoint whose values are ``base``'s (default: the parent's) with the
         ``changed`` channels new; returns its model record."""
@@ -462,7 +468,9 @@ class SaverMachine(RuleBasedStateMachine):
         parent_id = parent.id if parent else (base.parent_id if base else None)
         if parent_id:
             config["configurable"]["checkpoint_id"] = parent_id
-        stored = self.saver.put(config, copy.deepcopy(checkpoint), dict(metadata), new_versions)
+        stored = (send or self.saver.put)(
+            config, copy.deepcopy(checkpoint), dict(metadata), new_versions
+        )
         if stored != cfg(th.id, ns, checkpoint["id"]):
             fail("put.reply", f"put returned {stored}")
         ttl = self.ttl_of(th)
@@ -808,6 +816,53 @@ class SaverMachine(RuleBasedStateMachine):
         for th in self.threads.values():
             self.settle(th)
 
+    @rule(picks=st.lists(st.integers(0, 99), min_size=2, max_size=5), at=st.integers(0, 5))
+    def concurrent_puts_with_an_oversized_value(self, picks: list[int], at: int) -> None:
+        """Graphs write at once through an AsyncRedisSaver (auto-pipelined); one of the puts
+        holds a value over the server's proto-max-bulk-len (1 MB here): that put alone fails,
+        with ValueTooLargeError, and writes nothing; the others are stored whole."""
+        queued: list[tuple[Any, ...]] = []
+
+        def queue(config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
+            queued.append((config, checkpoint, metadata, versions))
+            conf = config["configurable"]
+            return cfg(conf["thread_id"], conf["checkpoint_ns"], checkpoint["id"])
+
+        for pick in picks:
+            th = self.pick_thread(pick)
+            live = self.live_cps(th, "")
+            md = self.metadata("loop", len(live), "run-big", None, None)
+            self.put_one(th, "", live[-1] if live else None, {"messages"}, md, send=queue)
+        big = empty_checkpoint()
+        big["id"] = self.next_id()
+        big["channel_values"] = {"document": "x" * (MAX_BULK + 1)}
+        big["channel_versions"] = {"document": self.saver.get_next_version(None, None)}
+        oversized = (
+            cfg(self.pick_thread(at).id, "", None),
+            big,
+            {"source": "loop", "step": 0},
+            dict(big["channel_versions"]),
+        )
+        queued.insert(min(at, len(queued)), oversized)
+        options = (
+            None
+            if self.saver_ttl is None
+            else {"default_ttl": self.saver_ttl / 60, "refresh_on_read": self.refresh}
+        )
+
+        async def write_at_once() -> list[Any]:
+            async with AsyncRedisSaver(
+                self.server_url, prefix=self.prefix, ttl=options, index_metadata=self.indexed
+            ) as writer:
+                return await asyncio.gather(
+                    *(writer.aput(*args) for args in queued), return_exceptions=True
+                )
+
+        results = asyncio.run(write_at_once())
+        failed = [(i, type(r).__name__) for i, r in enumerate(results) if isinstance(r, Exception)]
+        if failed != [(queued.index(oversized), "ValueTooLargeError")]:
+            fail("oversized_among_concurrent", f"failures {failed}, {results}")
+
     # -- invariants --------------------------------------------------------------------------
     @invariant()
     def store_is_consistent(self) -> None:
@@ -854,9 +909,23 @@ def _settings() -> settings:
     )
 
 
+# The model runs on a server of its own whose proto-max-bulk-len is 1 MB (the lowest Redis
+# allows), so that an oversized value is cheap to make.
+MAX_BULK = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def small_bulk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = PrivateServer(
+        tmp_path_factory.mktemp("model"), **{"proto-max-bulk-len": str(MAX_BULK)}
+    ).start()
+    yield server.url
+    server.stop()
+
+
 @pytest.fixture(autouse=True)
-def _server(server_url: str) -> None:
-    SaverMachine.server_url = server_url
+def _server(small_bulk_server: str) -> None:
+    SaverMachine.server_url = small_bulk_server
 
 
 SaverMachine.TestCase.settings = _settings()

@@ -314,3 +314,23 @@ def test_entries_of_expired_keys_are_reported_as_stale(
             "run without run index",
             "writes index entry without writes",
         }
+
+
+def test_the_latest_checkpoint_is_the_newest_still_there(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """Checkpoints written with a ttl after one written without expire: get_tuple and prune
+    (keep_latest) see through their index entries to the checkpoint that is still there,
+    instead of answering None and pruning it away."""
+    with (
+        RedisSaver(server_url, prefix=prefix) as without_ttl,
+        RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as with_ttl,
+    ):
+        [kept] = chain(without_ttl, "t", [{"step": 0}])
+        chain(with_ttl, "t", [{"step": i} for i in range(1, 4)])
+        advance_time(client, prefix, 120)
+        for saver in (with_ttl, without_ttl):
+            tup = saver.get_tuple(cfg("t"))
+            assert tup is not None and tup.checkpoint["id"] == kept
+        with_ttl.prune(["t"], strategy="keep_latest")
+        assert [t.checkpoint["id"] for t in with_ttl.list(cfg("t"))] == [kept]

@@ -132,11 +132,21 @@ end
 local function prune_swap(K, prefix, tag, G, ns)
   local index, wi, bi = K.index(ns), K.writes_index(ns), loose_blobs_key(prefix, tag, ns)
   local latest  -- the newest entry whose checkpoint is there (dangling entries may lead)
-  for _, id in ipairs(redis.call("ZREVRANGE", index, 0, 99)) do
-    if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
-      latest = id
-      break
+  local seen, upper = 0, "+"
+  while not latest and seen < 5000 do  -- about 2 ms at most
+    local ids = redis.call("ZREVRANGEBYLEX", index, upper, "-", "LIMIT", 0, 500)
+    if #ids == 0 then break end
+    for _, id in ipairs(ids) do
+      if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
+        latest = id
+        break
+      end
     end
+    seen = seen + #ids
+    upper = "(" .. ids[#ids]
+  end
+  if not latest and seen >= 5000 then
+    return 10 + seen  -- not found yet: keep the namespace as it is rather than guess
   end
   local keep = {}
   if latest then

@@ -30,6 +30,7 @@ CHECK_STEP = 1000
 # cost memory until then, never a wrong answer; without a ttl they mean a key was lost.
 STALE = frozenset(
     {
+        "namespace without index",
         "index entry without checkpoint",
         "writes index entry without writes",
         "run without run index",
