@@ -16,7 +16,7 @@ from redis.cluster import RedisCluster
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import LocalCluster, new_prefix
+from .conftest import LocalCluster, SlotMove, new_prefix
 from .test_conformance import test_conformance_all_capabilities  # noqa: F401
 from .test_contract import cfg, chain
 from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
@@ -122,52 +122,6 @@ async def test_async_saver_on_the_cluster_with_gather(server_url: str) -> None:
 
 
 # -- a slot move under a thread (resharding, scaling): calls wait, nothing is half-written --
-class SlotMove:
-    """Move one slot from its node to another the way redis-cli --cluster reshard does:
-    IMPORTING on the target, MIGRATING on the source, MIGRATE of its keys, then SETSLOT NODE
-    on every node."""
-
-    def __init__(self, cluster: LocalCluster, slot: int) -> None:
-        self.slot = slot
-        self.admins = {n.port: redis.Redis(port=n.port) for n in cluster.nodes}
-        ids = {p: a.execute_command("CLUSTER", "MYID").decode() for p, a in self.admins.items()}
-        owner = next(
-            p
-            for p, a in self.admins.items()
-            if any(
-                s[0] <= slot <= s[1] and s[2][1] == p for s in a.execute_command("CLUSTER", "SLOTS")
-            )
-        )
-        self.source, self.target = (
-            self.admins[owner],
-            next(a for p, a in self.admins.items() if p != owner),
-        )
-        self.target_port = next(p for p, a in self.admins.items() if a is self.target)
-        self.source_id, self.target_id = ids[owner], ids[self.target_port]
-
-    def begin(self) -> None:
-        self.target.execute_command("CLUSTER", "SETSLOT", self.slot, "IMPORTING", self.source_id)
-        self.source.execute_command("CLUSTER", "SETSLOT", self.slot, "MIGRATING", self.target_id)
-
-    def move_keys(self, count: int) -> int:
-        keys = self.source.execute_command("CLUSTER", "GETKEYSINSLOT", self.slot, count)
-        if keys:
-            self.source.execute_command(
-                "MIGRATE", "127.0.0.1", self.target_port, "", 0, 5000, "KEYS", *keys
-            )
-        return len(keys)
-
-    def finish(self) -> None:
-        while self.move_keys(1000):
-            pass
-        for admin in (self.target, self.source, *self.admins.values()):
-            admin.execute_command("CLUSTER", "SETSLOT", self.slot, "NODE", self.target_id)
-
-    def close(self) -> None:
-        for admin in self.admins.values():
-            admin.close()
-
-
 def slot_of(client: RedisCluster, key: str) -> int:
     return int(client.execute_command("CLUSTER", "KEYSLOT", key))
 

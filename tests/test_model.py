@@ -24,6 +24,9 @@ Rules (each a hypothesis ``@rule``):
 - ``recreate``: close the saver and open another on the same prefix with another ``ttl`` (None,
   30/60/120 s, refresh_on_read or not) and ``index_metadata`` (default, or with user_id).
 - ``advance``: 10, 40, 61 or 200 s pass, without sleeping (``tests/clock.py`` lowers every PTTL).
+- ``put_while_its_slot_moves`` (the same machine on the suite's 3-node cluster,
+  ``TestSaverModelOnCluster``): the thread's slot is being moved to another node (0, 3 or all
+  of its keys moved first) while a put runs; the put waits and is stored whole.
 - ``concurrent_puts_with_an_oversized_value``: 2-5 puts at once through an auto-pipelined
   AsyncRedisSaver, one of them over the server's proto-max-bulk-len (the model's private
   server has 1 MB): only that one fails, with ValueTooLargeError, and it writes nothing.
@@ -60,6 +63,7 @@ import asyncio
 import copy
 import math
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -78,12 +82,13 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.base.id import uuid6
+from redis.cluster import RedisCluster
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import decode_part
 
 from .clock import advance_time
-from .conftest import PrivateServer, new_prefix
+from .conftest import LocalCluster, PrivateServer, SlotMove, new_prefix
 
 INF = math.inf
 BASE_THREADS = ("t0", "t1", "t:2")
@@ -190,19 +195,27 @@ filters = st.none() | st.lists(filter_items, max_size=2, unique_by=lambda kv: kv
 
 class SaverMachine(RuleBasedStateMachine):
     server_url: ClassVar[str] = ""
+    cluster: ClassVar[bool] = False
+
+    def new_saver(self, **options: Any) -> RedisSaver:
+        return RedisSaver(self.server_url, prefix=self.prefix, cluster=self.cluster, **options)
 
     def __init__(self) -> None:
         super().__init__()
         assert self.server_url, "the server_url fixture did not run"
         self.prefix = new_prefix()
-        self.client = redis.Redis.from_url(self.server_url)
+        self.client: Any = (
+            RedisCluster.from_url(self.server_url)
+            if self.cluster
+            else redis.Redis.from_url(self.server_url)
+        )
         self.now = 0.0
         self.saver_ttl: int | None = None
         self.refresh = False
         self.indexed: tuple[str, ...] = DEFAULT_INDEX
-        self.saver = RedisSaver(self.server_url, prefix=self.prefix)
+        self.saver = self.new_saver()
         # reads by id without refreshing anything, to settle what the model is unsure of
-        self.prober = RedisSaver(self.server_url, prefix=self.prefix)
+        self.prober = self.new_saver()
         self.threads: dict[str, Thread] = {t: Thread(t) for t in BASE_THREADS}
         self.copies = 0
         self.bursts = 0
@@ -784,9 +797,7 @@ class SaverMachine(RuleBasedStateMachine):
     def recreate(self, ttl: tuple[float, bool] | None, index: tuple[str, ...]) -> None:
         self.saver.close()
         options = None if ttl is None else {"default_ttl": ttl[0], "refresh_on_read": ttl[1]}
-        self.saver = RedisSaver(
-            self.server_url, prefix=self.prefix, ttl=options, index_metadata=index
-        )
+        self.saver = self.new_saver(ttl=options, index_metadata=index)
         self.saver_ttl = None if ttl is None else int(ttl[0] * 60)
         self.refresh = ttl is not None and ttl[1]
         self.indexed = index
@@ -816,6 +827,7 @@ class SaverMachine(RuleBasedStateMachine):
         for th in self.threads.values():
             self.settle(th)
 
+    @precondition(lambda self: not self.cluster)  # the cluster's nodes take 512 MB values
     @rule(picks=st.lists(st.integers(0, 99), min_size=2, max_size=5), at=st.integers(0, 5))
     def concurrent_puts_with_an_oversized_value(self, picks: list[int], at: int) -> None:
         """Graphs write at once through an AsyncRedisSaver (auto-pipelined); one of the puts
@@ -930,3 +942,54 @@ def _server(small_bulk_server: str) -> None:
 
 SaverMachine.TestCase.settings = _settings()
 TestSaverModel = SaverMachine.TestCase
+
+
+class ClusterSaverMachine(SaverMachine):
+    """The same machine on the suite's 3-node cluster, with slot moves as steps."""
+
+    cluster = True
+    local_cluster: ClassVar[LocalCluster | None] = None
+
+    @rule(
+        pick=st.integers(0, 99),
+        moved_first=st.sampled_from((0, 3, 1000)),
+        changed=st.sets(st.sampled_from(CHANNELS), max_size=2),
+    )
+    def put_while_its_slot_moves(self, pick: int, moved_first: int, changed: set[str]) -> None:
+        """Resharding moves the thread's slot to another node while a put runs: the put
+        waits for the move (the server refuses it with TRYAGAIN until then) and is stored
+        whole on the new node."""
+        assert self.local_cluster is not None
+        th = self.pick_thread(pick)
+        tag = self.saver._core.keys.tag(th.id)
+        slot = int(self.client.execute_command("CLUSTER", "KEYSLOT", f"x:{tag}"))
+        move = SlotMove(self.local_cluster, slot)
+        try:
+            move.begin()
+            move.move_keys(moved_first)
+            finisher = threading.Timer(0.3, move.finish)
+            finisher.start()
+            try:
+                live = self.live_cps(th, "")
+                md = self.metadata("loop", len(live), "run-move", None, None)
+                self.put_one(th, "", live[-1] if live else None, {"messages", *changed}, md)
+            finally:
+                finisher.join()
+        finally:
+            move.close()
+
+
+@pytest.fixture
+def _cluster(local_cluster: LocalCluster) -> None:
+    ClusterSaverMachine.server_url = local_cluster.url
+    ClusterSaverMachine.local_cluster = local_cluster
+
+
+ClusterSaverMachine.TestCase.settings = settings(
+    _settings(), max_examples=int(os.environ.get("RSKV_MODEL_EXAMPLES", "0")) or 8
+)
+
+
+@pytest.mark.usefixtures("_cluster")
+class TestSaverModelOnCluster(ClusterSaverMachine.TestCase):  # type: ignore[misc,valid-type]
+    pass
