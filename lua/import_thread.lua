@@ -60,6 +60,7 @@ if mode == "publish" then
 end
 
 local ttl = thread_ttl(K, tonumber(ARGV[3]))
+local root_created = redis.call("EXISTS", root) == 0
 local written = 0
 local i = 6
 while i <= #ARGV do
@@ -78,6 +79,9 @@ while i <= #ARGV do
       -- checkpoints may still use them; a delete or prune of the thread finds them there)
       local old = redis.call("HMGET", key, "ix", "bv")
       unindex_checkpoint(K, ns, id, old[1])
+      -- and its pending writes go with it: the source's, if any, follow this record
+      redis.call("UNLINK", K.writes(ns, id))
+      redis.call("SREM", K.writes_index(ns), id)
       if old[2] then
         local new_refs = {}
         for j = 0, count - 1 do
@@ -86,10 +90,11 @@ while i <= #ARGV do
           end
         end
         local lb = loose_blobs_key(prefix, tag, ns)
+        local lb_created = redis.call("EXISTS", lb) == 0
         for _, ref in ipairs(split_refs(old[2])) do
           if not new_refs[ref] then redis.call("SADD", lb, ref) end
         end
-        expire(lb, ttl)
+        keep_alive(lb, ttl, lb_created)
       end
     end
     redis.call("DEL", key)
@@ -97,10 +102,13 @@ while i <= #ARGV do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]
       redis.call("HSET", key, field, value)
       if kind == "c" and field == "r" then
+        -- containers the target may already have: their expiry only grows (keep_alive)
+        local runs_created = redis.call("EXISTS", runs) == 0
+        local run_created = redis.call("EXISTS", K.run(value)) == 0
         redis.call("SADD", runs, value)
         redis.call("SADD", K.run(value), ns .. ":" .. id)
-        expire(runs, ttl)
-        expire(K.run(value), ttl)
+        keep_alive(runs, ttl, runs_created)
+        keep_alive(K.run(value), ttl, run_created)
       elseif kind == "c" and field == "ix" then
         -- the copy joins the global metadata indexes the source checkpoint is in
         for _, suffix in ipairs(split_refs(value)) do
@@ -112,17 +120,18 @@ while i <= #ARGV do
       end
     end
     expire(key, ttl)
+    local index = (kind == "c") and K.index(ns) or K.writes_index(ns)
+    local index_created = redis.call("EXISTS", index) == 0
     if kind == "c" then
-      redis.call("ZADD", K.index(ns), 0, id)
-      expire(K.index(ns), ttl)
+      redis.call("ZADD", index, 0, id)
       written = written + 1
     else
-      redis.call("SADD", K.writes_index(ns), id)
-      expire(K.writes_index(ns), ttl)
+      redis.call("SADD", index, id)
     end
+    keep_alive(index, ttl, index_created)
     redis.call("SADD", root, ns)
     i = i + 4 + 2 * count
   end
 end
-expire(root, ttl)
+keep_alive(root, ttl, root_created)
 return written

@@ -440,3 +440,19 @@ def test_a_thread_with_more_namespaces_than_one_call_reads(
     assert listed_ids(saver, None, filter={"step": 1}) == sorted([*odd, other], reverse=True)
     one = {"configurable": {"thread_id": "t", "checkpoint_id": made[44]}}
     assert listed_ids(saver, one) == [made[44]]
+
+
+def test_copy_onto_the_same_id_replaces_the_pending_writes_too(saver: RedisSaver) -> None:
+    """Found by the model test: the copied record came with the target's old pending writes."""
+    checkpoint = make_checkpoint({"n": "source"}, {"n": "1"})
+    saver.put(cfg("src"), checkpoint, {}, {"n": "1"})
+    saver.put(cfg("dst"), checkpoint, {}, {"n": "1"})
+    saver.put_writes(cfg("dst", checkpoint_id=checkpoint["id"]), [("n", "stale")], "task-a")
+    saver.copy_thread("src", "dst")
+    tup = saver.get_tuple(cfg("dst"))
+    assert tup is not None and tup.pending_writes == []
+    saver.put_writes(cfg("src", checkpoint_id=checkpoint["id"]), [("n", "fresh")], "task-b")
+    saver.copy_thread("src", "dst")
+    tup = saver.get_tuple(cfg("dst"))
+    assert tup is not None and tup.pending_writes == [("task-b", "n", "fresh")]
+    assert saver.check_invariants() == []
