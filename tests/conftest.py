@@ -7,12 +7,14 @@ under its own prefix, and the keys of this run are unlinked at the end of the se
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -393,3 +395,24 @@ class SlotMove:
     def close(self) -> None:
         for admin in self.admins.values():
             admin.close()
+
+
+@contextlib.contextmanager
+def slot_moving(
+    cluster: LocalCluster, slot: int, moved_first: int, seconds: float
+) -> Iterator[None]:
+    """While the body runs, the slot is being moved to another node: the move begins and
+    ``moved_first`` of its keys go before the body starts; the rest go, and the move ends,
+    ``seconds`` later, whatever the body does meanwhile."""
+    move = SlotMove(cluster, slot)
+    try:
+        move.begin()
+        move.move_keys(moved_first)
+        finisher = threading.Timer(seconds, move.finish)
+        finisher.start()
+        try:
+            yield
+        finally:
+            finisher.join()
+    finally:
+        move.close()

@@ -5,7 +5,6 @@ spread of threads over the nodes and a node restart mid-run."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +15,7 @@ from redis.cluster import RedisCluster
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import LocalCluster, SlotMove, new_prefix
+from .conftest import LocalCluster, SlotMove, new_prefix, slot_moving
 from .test_conformance import test_conformance_all_capabilities  # noqa: F401
 from .test_contract import cfg, chain
 from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
@@ -139,37 +138,18 @@ def test_calls_during_a_slot_move_wait_and_write_whole(
         for i in range(3):
             turn(graph, "mover", f"user {i}")
         turn(graph, "doomed", "user 0")
-        move = SlotMove(local_cluster, slot_of(client, keys.thread(keys.tag("mover"))))
-        doomed_slot = slot_of(client, keys.thread(keys.tag("doomed")))
-        try:
-            move.begin()
-            move.move_keys(moved_before_the_call)
-            finisher = threading.Timer(1.0, move.finish)
-            finisher.start()
-            try:
-                turn(graph, "mover", "user 3")  # waits for the move, then writes whole
-            finally:
-                finisher.join()
-            state = graph.get_state({"configurable": {"thread_id": "mover"}})
-            assert state.values == {"profile": "likes tea", "messages": expected_messages(4)}
-            assert saver.check_invariants() == []
-        finally:
-            move.close()
+        mover_slot = slot_of(client, keys.thread(keys.tag("mover")))
+        with slot_moving(local_cluster, mover_slot, moved_before_the_call, 1.0):
+            turn(graph, "mover", "user 3")  # waits for the move, then writes whole
+        state = graph.get_state({"configurable": {"thread_id": "mover"}})
+        assert state.values == {"profile": "likes tea", "messages": expected_messages(4)}
+        assert saver.check_invariants() == []
 
         # a delete while the doomed thread's slot moves: all of it goes, or (before the
         # move ends) none of it
-        move = SlotMove(local_cluster, doomed_slot)
-        try:
-            move.begin()
-            move.move_keys(moved_before_the_call)
-            finisher = threading.Timer(1.0, move.finish)
-            finisher.start()
-            try:
-                saver.delete_thread("doomed")
-            finally:
-                finisher.join()
-        finally:
-            move.close()
+        doomed_slot = slot_of(client, keys.thread(keys.tag("doomed")))
+        with slot_moving(local_cluster, doomed_slot, moved_before_the_call, 1.0):
+            saver.delete_thread("doomed")
         assert list(client.scan_iter(match=keys.thread_keys_pattern("doomed"))) == []
         assert saver.check_invariants() == []
 

@@ -63,7 +63,6 @@ import asyncio
 import copy
 import math
 import os
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -88,7 +87,7 @@ from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import decode_part
 
 from .clock import advance_time
-from .conftest import LocalCluster, PrivateServer, SlotMove, new_prefix
+from .conftest import LocalCluster, PrivateServer, new_prefix, slot_moving
 
 INF = math.inf
 BASE_THREADS = ("t0", "t1", "t:2")
@@ -963,20 +962,10 @@ class ClusterSaverMachine(SaverMachine):
         th = self.pick_thread(pick)
         tag = self.saver._core.keys.tag(th.id)
         slot = int(self.client.execute_command("CLUSTER", "KEYSLOT", f"x:{tag}"))
-        move = SlotMove(self.local_cluster, slot)
-        try:
-            move.begin()
-            move.move_keys(moved_first)
-            finisher = threading.Timer(0.3, move.finish)
-            finisher.start()
-            try:
-                live = self.live_cps(th, "")
-                md = self.metadata("loop", len(live), "run-move", None, None)
-                self.put_one(th, "", live[-1] if live else None, {"messages", *changed}, md)
-            finally:
-                finisher.join()
-        finally:
-            move.close()
+        with slot_moving(self.local_cluster, slot, moved_first, 0.3):
+            live = self.live_cps(th, "")
+            md = self.metadata("loop", len(live), "run-move", None, None)
+            self.put_one(th, "", live[-1] if live else None, {"messages", *changed}, md)
 
 
 @pytest.fixture
