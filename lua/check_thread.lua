@@ -42,7 +42,7 @@ local function reach(key)
   return seen[key]
 end
 
-local function loose_blobs(ns) return prefix .. ":lb:" .. tag .. ":" .. ns end
+local loose_blobs = K.loose_blobs
 
 -- one namespace; `at` is "" (start), "i<id>" (checkpoints after id), "w<n>" / "b<n>" (SSCAN
 -- cursor n of the writes index / the loose blobs)

@@ -63,16 +63,39 @@ if old[1] then
   redis.call("SREM", K.run(old[1]), ns .. ":" .. id)
 end
 unindex_checkpoint(K, ns, id, old[2])
+
+-- Loose blobs: those that may outlive every checkpoint referencing them, recorded so that
+-- delete and prune still find them. The blobs of a replaced record that its replacement
+-- does not reference; and, with a ttl, blobs written without one that this checkpoint shares
+-- (expiries only grow: such a blob stays after this checkpoint expires). The set lives as
+-- long as its longest-lived member.
+local loose_refs, longest = {}, 0  -- longest: ms left of the longest member, -1 forever
+local function loose(ref, left)
+  loose_refs[#loose_refs + 1] = ref
+  if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+end
 if old[3] then
   local now = {}
   for _, ref in ipairs(refs) do now[ref] = true end
-  local loose = K.loose_blobs(ns)
-  local loose_created = redis.call("EXISTS", loose) == 0
-  local added = 0
   for _, ref in ipairs(split_refs(old[3])) do
-    if not now[ref] then added = added + redis.call("SADD", loose, ref) end
+    if not now[ref] then
+      local left = redis.call("PTTL", K.blob(ns, ref))
+      if left ~= -2 then loose(ref, left) end
+    end
   end
-  if added > 0 then keep_alive(loose, ttl, loose_created) end
+end
+if ttl > 0 then
+  for ref, left in pairs(left_of) do
+    if left == -1 then loose(ref, left) end
+  end
+end
+if #loose_refs > 0 then
+  local key = K.loose_blobs(ns)
+  local created = redis.call("EXISTS", key) == 0
+  for first = 1, #loose_refs, 4000 do
+    redis.call("SADD", key, unpack(loose_refs, first, math.min(first + 3999, #loose_refs)))
+  end
+  keep_alive(key, longest == -1 and 0 or math.ceil(longest / 1000), created)
 end
 redis.call("DEL", cp)
 

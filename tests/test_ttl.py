@@ -18,7 +18,7 @@ from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from .clock import advance_time
 from .conftest import RoundTrips, data_keys, keys_of
-from .test_contract import cfg, chain
+from .test_contract import cfg, chain, make_checkpoint
 
 
 class ChatState(TypedDict, total=False):
@@ -334,3 +334,26 @@ def test_the_latest_checkpoint_is_the_newest_still_there(
             assert tup is not None and tup.checkpoint["id"] == kept
         with_ttl.prune(["t"], strategy="keep_latest")
         assert [t.checkpoint["id"] for t in with_ttl.list(cfg("t"))] == [kept]
+
+
+def test_blobs_that_outlive_their_checkpoints_are_still_found(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """Found by the model test: a checkpoint written without a ttl is put again with one;
+    its blobs, which never expire, outlived the record that referenced them, and nothing led
+    to them any more (the checker saw orphans, and a delete could not find them)."""
+    keys = KeySchema(prefix)
+    with (
+        RedisSaver(server_url, prefix=prefix) as without_ttl,
+        RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as with_ttl,
+    ):
+        v1, v2 = without_ttl.get_next_version(None, None), without_ttl.get_next_version(None, None)
+        first = make_checkpoint({"n": "first", "profile": "tea"}, {"n": v1, "profile": v1})
+        without_ttl.put(cfg("t"), first, {}, {"n": v1, "profile": v1})
+        again = make_checkpoint({"n": "again", "profile": "tea"}, {"n": v2, "profile": v1})
+        again["id"] = first["id"]
+        with_ttl.put(cfg("t"), again, {}, {"n": v2})
+        advance_time(client, prefix, 120)
+        assert [p for p in with_ttl.check_invariants() if not p.stale] == []
+        with_ttl.delete_thread("t")
+        assert keys_of(client, keys.thread_keys_pattern("t")) == []
