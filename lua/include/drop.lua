@@ -32,5 +32,9 @@ end
 local function forget_empty_namespace(K, ns)
   if redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
     redis.call("SREM", K.thread, ns)
+    -- no checkpoint is left to reference its loose blobs: they go with it
+    local loose = K.loose_blobs(ns)
+    for _, ref in ipairs(redis.call("SMEMBERS", loose)) do redis.call("UNLINK", K.blob(ns, ref)) end
+    redis.call("UNLINK", loose)
   end
 end
