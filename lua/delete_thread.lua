@@ -21,10 +21,11 @@
 
 local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)
-if redis.call("EXISTS", KEYS[1]) == 1 then
+local has_root, has_runs = redis.call("EXISTS", KEYS[1]) == 1, redis.call("EXISTS", KEYS[2]) == 1
+if has_root or has_runs then  -- runs may outlive the root's last namespace (expiry)
   local G = jobspace(prefix, tag, new_job(KEYS[3], "del"))
-  redis.call("RENAME", KEYS[1], G.part("th"))
-  if redis.call("EXISTS", KEYS[2]) == 1 then redis.call("RENAME", KEYS[2], G.part("runs")) end
+  if has_root then redis.call("RENAME", KEYS[1], G.part("th")) end
+  if has_runs then redis.call("RENAME", KEYS[2], G.part("runs")) end
 end
 redis.call("UNLINK", K.ttl)
 return reap(prefix, tag, tonumber(ARGV[3]))

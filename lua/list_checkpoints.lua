@@ -27,6 +27,7 @@
 ]]
 -- @include keyschema
 -- @include records
+-- @include drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local only_id, before = ARGV[5], ARGV[6]
@@ -118,8 +119,8 @@ for _, ns in ipairs(namespaces) do
   refill(s, first_fetch)
   if #s.ids > 0 then
     push(s)
-  elseif before == "" and redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
-    redis.call("SREM", KEYS[1], ns)  -- everything of this namespace has expired
+  elseif before == "" then
+    forget_empty_namespace(K, ns)  -- when everything of this namespace has expired
   end
 end
 

@@ -357,3 +357,29 @@ def test_blobs_that_outlive_their_checkpoints_are_still_found(
         assert [p for p in with_ttl.check_invariants() if not p.stale] == []
         with_ttl.delete_thread("t")
         assert keys_of(client, keys.thread_keys_pattern("t")) == []
+
+
+def test_a_namespace_emptied_by_expiry_leaves_nothing_behind(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """Found by the model test: once the only checkpoint of a namespace expired, a list
+    forgot the namespace but left its loose blobs unreachable; and a thread whose root went
+    that way kept its run index through a delete."""
+    keys = KeySchema(prefix)
+    with (
+        RedisSaver(server_url, prefix=prefix) as without_ttl,
+        RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as with_ttl,
+    ):
+        for thread in ("listed", "deleted"):
+            v1, v2 = without_ttl.get_next_version(None, None), with_ttl.get_next_version(None, None)
+            first = make_checkpoint({"n": "first"}, {"n": v1})
+            without_ttl.put(cfg(thread), first, {"run_id": "r"}, {"n": v1})
+            again = {**make_checkpoint({"n": "again"}, {"n": v2}), "id": first["id"]}
+            with_ttl.put(cfg(thread), again, {"run_id": "r"}, {"n": v2})  # type: ignore[arg-type]
+        advance_time(client, prefix, 120)
+        assert list(with_ttl.list(cfg("listed"))) == []
+        assert list(with_ttl.list({"configurable": {"thread_id": "listed"}})) == []
+        assert [p for p in with_ttl.check_invariants() if not p.stale] == []
+        with_ttl.prune(["deleted"], strategy="keep_latest")
+        with_ttl.delete_thread("deleted")
+        assert keys_of(client, keys.thread_keys_pattern("deleted")) == []

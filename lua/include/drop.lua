@@ -36,5 +36,10 @@ local function forget_empty_namespace(K, ns)
     local loose = K.loose_blobs(ns)
     for _, ref in ipairs(redis.call("SMEMBERS", loose)) do redis.call("UNLINK", K.blob(ns, ref)) end
     redis.call("UNLINK", loose)
+    if redis.call("EXISTS", K.thread) == 0 then
+      -- that was the thread's last namespace: its run indexes lead nowhere any more
+      for _, run in ipairs(redis.call("SMEMBERS", K.runs)) do redis.call("UNLINK", K.run(run)) end
+      redis.call("UNLINK", K.runs)
+    end
   end
 end
