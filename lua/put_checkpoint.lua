@@ -61,6 +61,7 @@ local ttl = thread_ttl(K, tonumber(ARGV[10]))
 local old = redis.call("HMGET", cp, "r", "ix", "bv")
 if old[1] then
   redis.call("SREM", K.run(old[1]), ns .. ":" .. id)
+  if redis.call("EXISTS", K.run(old[1])) == 0 then redis.call("SREM", K.runs, old[1]) end
 end
 unindex_checkpoint(K, ns, id, old[2])
 

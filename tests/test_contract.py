@@ -456,3 +456,17 @@ def test_copy_onto_the_same_id_replaces_the_pending_writes_too(saver: RedisSaver
     tup = saver.get_tuple(cfg("dst"))
     assert tup is not None and tup.pending_writes == [("task-b", "n", "fresh")]
     assert saver.check_invariants() == []
+
+
+def test_putting_a_checkpoint_again_under_another_run_leaves_no_empty_run(
+    saver: RedisSaver,
+) -> None:
+    """Found by the model test: the old run stayed listed in the thread's runs without its
+    run index (a put's random sweep of two runs seldom met it among 200)."""
+    chain(saver, "t", [{"run_id": f"other-{i}"} for i in range(200)])
+    checkpoint = make_checkpoint({"n": 1}, {"n": "1"})
+    saver.put(cfg("t"), checkpoint, {"run_id": "first"}, {"n": "1"})
+    saver.put(cfg("t"), checkpoint, {"run_id": "second"}, {"n": "1"})
+    assert saver.check_invariants() == []
+    saver.delete_for_runs(["first"])
+    assert listed_ids(saver, cfg("t"), limit=1) == [checkpoint["id"]]
