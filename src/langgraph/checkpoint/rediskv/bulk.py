@@ -20,10 +20,9 @@ from .keys import encode_part
 if TYPE_CHECKING:
     from .core import Arg, Op, SaverCore, ScriptCall
 
-# Work per script call, in units of about one Redis command: 5-15 ms of server time (see
-# tests/test_bounded.py, which holds every call to the 50 ms budget on threads of 20k+
-# checkpoints).
-REAP_STEP = 1500
+# Work per script call, in units of about one Redis command: at most about 25 ms of server
+# time at 200,000 checkpoints (benchmarks/server_time.py; 1,500 reached 49 ms in one run).
+REAP_STEP = 1000
 # copy_thread: checkpoints, and bytes of values, per exported chunk.
 EXPORT_CHECKPOINTS = 150
 EXPORT_BYTES = 1 << 20
