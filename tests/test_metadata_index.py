@@ -182,3 +182,17 @@ def test_a_key_added_to_index_metadata_later_finds_older_checkpoints(
         round_trips.reset()
         assert ids(after, filter={"user_id": "alice"}) == newer + expected
         assert round_trips.count == 2  # the registry check, then the index
+
+
+def test_pending_writes_before_the_first_checkpoint_do_not_mark_the_index_incomplete(
+    server_url: str, prefix: str, round_trips: RoundTrips
+) -> None:
+    """LangGraph may store a task's writes before the first checkpoint's put lands: a thread
+    with writes only has nothing to index, so the registry says "ready" (before, the index
+    stayed unused, and dead entries unswept, until a reindex)."""
+    with RedisSaver(server_url, prefix=prefix, index_metadata=INDEXED) as saver:
+        saver.put_writes(cfg("t", checkpoint_id="x"), [("n", 1)], "task")
+        [made] = chain(saver, "t", [{"user_id": "u"}])
+        round_trips.reset()
+        assert ids(saver, filter={"user_id": "u"}) == [made]
+        assert round_trips.count == 1  # straight from the index

@@ -533,8 +533,10 @@ class SaverCore:
         registry = self.keys.metadata_keys()
         missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *self.indexed))
         if missing:
-            threads = yield ScanKeys(self.keys.thread_pattern())
-            state = "building" if threads else "ready"
+            # checkpoints, not thread roots: pending writes (which LangGraph may store before
+            # the first checkpoint's put) need no index
+            stored = yield ScanKeys(self.keys.index_pattern())
+            state = "building" if stored else "ready"
             yield ScriptCall("register_metadata_index", (registry,), (state, *missing))
         self.registered.append(True)
 

@@ -169,6 +169,10 @@ class KeySchema:
         """SCAN pattern matching the thread index of every thread under this prefix."""
         return f"{self.prefix}:th:*"
 
+    def index_pattern(self) -> str:
+        """SCAN pattern matching the namespace index of every thread that has checkpoints."""
+        return f"{self.prefix}:idx:*"
+
     def all_keys_pattern(self) -> str:
         return f"{self.prefix}:*"
 
