@@ -3,13 +3,6 @@
   import_thread: copy_thread's target side, in bounded steps: "begin", then one "chunk" call
   per chunk that export_thread.lua replies, then "publish".
 
-  A target that does not exist yet becomes visible whole at "publish": the chunks write its
-  keys, but its root and runs set are a job of its gc root (kind copy) until then, so readers
-  find nothing and a writer of the target waits; a copy whose client dies midway is discarded
-  by whoever reaps the target next (a writer, delete_thread, check_invariants). A target that
-  exists takes the records chunk by chunk (records with the same ids are replaced), each
-  checkpoint whole with its blobs.
-
   KEYS[1]  P:th:{T}         thread root of the target (SET of namespaces)
   KEYS[2]  P:runs:{T}       run ids of the target
   KEYS[3]  P:gc:{T}         gc root of the target
@@ -24,6 +17,13 @@
   garbage to reap first; "chunk": the number of checkpoints written; "publish": 0. "chunk"
   and "publish" reply -1, writing nothing, when the copy was discarded meanwhile (a writer or
   a delete of the target reaped it).
+
+  A target that does not exist yet becomes visible whole at "publish": the chunks write its
+  keys, but its root and runs set are a job of its gc root (kind copy) until then, so readers
+  find nothing and a writer of the target waits; a copy whose client dies midway is discarded
+  by whoever reaps the target next (a writer, delete_thread, check_invariants). A target that
+  exists takes the records chunk by chunk (records with the same ids are replaced), each
+  checkpoint whole with its blobs.
 ]]
 -- @include keyschema
 -- @include drop
@@ -89,7 +89,7 @@ while i <= #ARGV do
             for _, ref in ipairs(split_refs(ARGV[i + 5 + 2 * j])) do new_refs[ref] = true end
           end
         end
-        local lb = loose_blobs_key(prefix, tag, ns)
+        local lb = K.loose_blobs(ns)
         local lb_created = redis.call("EXISTS", lb) == 0
         for _, ref in ipairs(split_refs(old[2])) do
           if not new_refs[ref] then redis.call("SADD", lb, ref) end

@@ -51,14 +51,15 @@ else
   namespaces = { ARGV[4] }
 end
 
--- A checkpoint that may be listed: still stored, matching the filter, and complete.
+-- A checkpoint that may be listed: still stored and matching the filter (load_checkpoint then
+-- refuses one that is incomplete).
 local function listable(ns, id)
   local cp = K.checkpoint(ns, id)
   if redis.call("EXISTS", cp) == 0 then
     redis.call("ZREM", K.index(ns), id)  -- the checkpoint expired: drop its dangling entry
     return false
   end
-  return matches_filter(cp, 10, nfilter) and is_complete(K, ns, cp)
+  return matches_filter(cp, 10, nfilter)
 end
 
 local reply = { false }

@@ -34,8 +34,6 @@ local function keyspace(prefix, tag)
   return K
 end
 
-local function loose_blobs_key(prefix, tag, ns) return keyspace(prefix, tag).loose_blobs(ns) end
-
 -- The keys of job n of a thread's gc root (see include/reap.lua): its progress, and the
 -- containers it works through (a renamed thread root, old indexes, ...).
 local function jobspace(prefix, tag, n)
@@ -87,7 +85,6 @@ local function keep_alive(key, ttl, created, left)
     if left >= 0 and left < ttl * 1000 then redis.call("EXPIRE", key, ttl) end
   end
 end
-local keep_index_key = keep_alive
 
 -- Drop a few members of a sorted-set index whose checkpoint is gone, chosen at random, so that
 -- live members at the front (a pinned thread, a kept delta ancestor) never stop the cleanup:

@@ -24,7 +24,7 @@
 -- Kinds: del (delete_thread), copy (an unpublished copy_thread: discarded like a delete),
 -- prune (keep_latest), runs (delete_for_runs), ttl (set_thread_ttl).
 
--- (the keys: loose_blobs_key and jobspace in keyschema.lua)
+-- (the keys: K.loose_blobs and jobspace in keyschema.lua)
 
 -- A job's progress: phase, cursor, and the namespace (or run) it is at, or false.
 local function load_progress(G, phase, cursor)
@@ -82,7 +82,7 @@ end
 -- namespace is gone.
 local function reap_namespace(K, prefix, tag, ns, budget)
   local used = 0
-  local index, bi = K.index(ns), loose_blobs_key(prefix, tag, ns)
+  local index, bi = K.index(ns), K.loose_blobs(ns)
   while used < budget do
     local ids = redis.call("ZRANGE", index, 0, 199)
     if #ids == 0 then break end
@@ -130,7 +130,7 @@ end
 -- latest checkpoint and the ancestors its delta channels read), so readers see the pruned
 -- namespace at once; the old indexes become the job's and are reaped in steps.
 local function prune_swap(K, prefix, tag, G, ns)
-  local index, wi, bi = K.index(ns), K.writes_index(ns), loose_blobs_key(prefix, tag, ns)
+  local index, wi, bi = K.index(ns), K.writes_index(ns), K.loose_blobs(ns)
   local latest  -- the newest entry whose checkpoint is there (dangling entries may lead)
   local seen, upper = 0, "+"
   while not latest and seen < 5000 do  -- about 2 ms at most
@@ -317,7 +317,7 @@ local function reap_runs(K, prefix, tag, G, budget)
       phase = "done"
       break
     end
-    local live, bi = G.ns_part("l", ns), loose_blobs_key(prefix, tag, ns)
+    local live, bi = G.ns_part("l", ns), K.loose_blobs(ns)
     local ids = take(G.ns_part("d", ns), 200)
     for _, id in ipairs(ids) do
       local refs = {}
@@ -385,7 +385,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
       break
     end
     current = ns
-    local bi = loose_blobs_key(prefix, tag, ns)
+    local bi = K.loose_blobs(ns)
     if phase == "i" then
       local lower = (cursor == "") and "-" or ("(" .. cursor)
       local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)

@@ -45,19 +45,6 @@ local function load_checkpoint(K, ns, id, ttl)
   return { ns, id, fields[1], fields[2], fields[3] or false, blobs, writes }
 end
 
--- True when every blob the checkpoint references is stored (it would load complete).
-local function is_complete(K, ns, cp)
-  local refs = split_refs(redis.call("HGET", cp, "bv"))
-  if #refs == 0 then return true end
-  local keys = {}
-  for j, ref in ipairs(refs) do keys[j] = K.blob(ns, ref) end
-  local found = 0
-  for first = 1, #keys, 4000 do
-    found = found + redis.call("EXISTS", unpack(keys, first, math.min(first + 3999, #keys)))
-  end
-  return found == #keys
-end
-
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in ARGV
 -- from position `first` on, `count` pairs long. A missing key matches only JSON null.
 local function matches_filter(cp, first, count)

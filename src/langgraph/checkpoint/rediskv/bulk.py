@@ -63,9 +63,7 @@ def job_call(core: SaverCore, name: str, thread_id: str, *extra: Arg) -> tuple[s
 def finish_reaping(core: SaverCore, thread_id: str) -> Op[None]:
     """Reap, in bounded steps, every job pending on the thread (also one whose client died
     midway); writers call this when their script replies "REAPING"."""
-    call = reap_call(core, core.keys.tag(thread_id))
-    while (yield call):
-        pass
+    yield from _reap_tag(core, core.keys.tag(thread_id))
 
 
 def run_jobs(core: SaverCore, first_calls: Iterable[tuple[str, ScriptCall]]) -> Op[None]:

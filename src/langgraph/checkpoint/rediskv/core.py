@@ -320,21 +320,36 @@ class SaverCore:
                 ),
             )
 
+        def resend(missing: list[bytes]) -> None:
+            # blobs it shares with its parent are gone (expired during a long superstep, or
+            # removed by a concurrent prune): store them again with this checkpoint
+            written.update(decode_part(ref.split(b":", 1)[0].decode()) for ref in missing)
+
         written.update(ch for ch in new_versions if ch in values and ch in versions)
         yield from self.register_metadata_index()
+        yield from self._write(thread_id, f"put of checkpoint {checkpoint_id!r}", call, resend)
+        return _config(thread_id, ns, checkpoint_id)
+
+    def _write(
+        self,
+        thread_id: str,
+        what: str,
+        call: Callable[[], ScriptCall],
+        resend: Callable[[list[bytes]], None] | None = None,
+    ) -> Op[Any]:
+        """Send a write, again after reaping what an earlier delete, prune or copy of the
+        thread left ("REAPING"), or with the blobs a put found missing (a list reply)."""
         for _ in range(_PUT_ATTEMPTS):
             reply = yield call()
             if reply == b"REAPING":
-                yield from self.finish_reaping(thread_id)
-            elif isinstance(reply, list):
-                # blobs it shares with its parent are gone (expired during a long superstep,
-                # or removed by a concurrent prune): store them again with this checkpoint
-                written.update(decode_part(ref.split(b":", 1)[0].decode()) for ref in reply)
+                yield from bulk.finish_reaping(self, thread_id)
+            elif isinstance(reply, list) and resend is not None:
+                resend(reply)
             else:
-                return _config(thread_id, ns, checkpoint_id)
+                return reply
         raise RuntimeError(
-            f"put of checkpoint {checkpoint_id!r} in thread {thread_id!r} did not settle after "
-            f"{_PUT_ATTEMPTS} attempts (the thread keeps being deleted or pruned meanwhile)"
+            f"{what} in thread {thread_id!r} did not settle after {_PUT_ATTEMPTS} attempts "
+            "(the thread keeps being deleted or pruned meanwhile)"
         )
 
     @property
@@ -343,11 +358,6 @@ class SaverCore:
         if not self.global_index:
             return "-"
         return ",".join(encode_part(k) for k in self.indexed)
-
-    def finish_reaping(self, thread_id: str) -> Op[None]:
-        """Reap, in bounded steps, the garbage an earlier delete, prune or copy of the thread
-        left (also one whose client died midway); writers wait for it."""
-        yield from bulk.finish_reaping(self, thread_id)
 
     def put_writes(
         self,
@@ -382,14 +392,8 @@ class SaverCore:
             ),
             args,
         )
-        for _ in range(_PUT_ATTEMPTS):
-            if (yield call) != b"REAPING":
-                return None
-            yield from self.finish_reaping(thread_id)
-        raise RuntimeError(
-            f"put_writes in thread {thread_id!r} did not settle after {_PUT_ATTEMPTS} attempts "
-            "(the thread keeps being deleted or pruned meanwhile)"
-        )
+        yield from self._write(thread_id, "put_writes", lambda: call)
+        return None
 
     def get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
         thread_id = thread_id_of(config)
@@ -479,7 +483,7 @@ class SaverCore:
         def call(before: Arg, page: int) -> ScriptCall:
             return self._list_call(thread_id, ns, only_id, before, page, filter_args)
 
-        first = yield call(before_id, _first_page(limit))
+        first = yield call(before_id, _page_size(limit))
         if first and first[0] == b"NAMESPACES":  # too many to merge in one call
             yield from self._merge_streams(
                 _namespace_streams(thread_id, first[1:]), filter_args, before_id, limit
@@ -509,7 +513,7 @@ class SaverCore:
                 (self.keys.prefix, before, page, LIST_SCAN_BUDGET, key, *filter_args),
             )
 
-        first = yield call(before, _first_page(limit))
+        first = yield call(before, _page_size(limit))
         if first == b"BUILDING":
             yield from self._list_all_threads(filter_args, str(before), limit)
             return
@@ -581,7 +585,7 @@ class SaverCore:
         out or the cursor runs out; ``first`` is the reply to a first page already fetched."""
         remaining = limit
         while True:
-            page = _first_page(remaining)
+            page = _page_size(remaining)
             reply = first if first is not None else (yield call(before, page))
             first = None
             for tup in tuples(reply):
@@ -613,7 +617,7 @@ class SaverCore:
         namespaces of a thread that has too many for one call) merged newest first. A
         stream whose reply lists its namespaces instead is replaced by one stream per
         chunk of them."""
-        page = _first_page(limit)
+        page = _page_size(limit)
         # heap entries: (_Newest(id), stream index, position in that stream's page)
         pages: list[list[Any]] = [[] for _ in streams]
         cursors: list[str | None] = [before_id] * len(streams)
@@ -656,9 +660,7 @@ class SaverCore:
                     replies = [(yield calls[0])] if len(calls) == 1 else (yield Batch(calls))
                     for i, reply in zip(chunk, replies, strict=True):
                         again += take(i, reply)
-                waiting = again + [
-                    i for i in waiting if not pages[i] and cursors[i] is not None
-                ]
+                waiting = again + [i for i in waiting if not pages[i] and cursors[i] is not None]
 
         yield from fetch(range(len(streams)))
         emitted = 0
@@ -677,13 +679,6 @@ class SaverCore:
     def _scan_thread_ids(self) -> Op[list[str]]:
         keys = yield ScanKeys(self.keys.thread_pattern())
         return sorted({self.keys.thread_id_of(k.decode()) for k in keys})
-
-    def thread_call(self, name: str, thread_id: str, *extra: Arg) -> ScriptCall:
-        """A per-thread script call with KEYS (thread index, runs) and ARGV (prefix, tag, ...)."""
-        tag = self.keys.tag(thread_id)
-        return ScriptCall(
-            name, (self.keys.thread(tag), self.keys.runs(tag)), (self.keys.prefix, tag, *extra)
-        )
 
     # Whole-thread operations work in bounded steps: see bulk.py.
     def delete_thread(self, thread_id: str) -> Op[None]:
@@ -722,7 +717,8 @@ def _namespace_streams(thread_id: str, namespaces: Sequence[bytes]) -> list[_Lis
     ] or [(thread_id, ())]
 
 
-def _first_page(limit: int | None) -> int:
+def _page_size(limit: int | None) -> int:
+    """Checkpoints asked of one list call: a page, or what the limit leaves."""
     return LIST_PAGE if limit is None else min(limit, LIST_PAGE)
 
 
