@@ -96,21 +96,22 @@ class Sizes:
     short_turns: int
     long_turns: int  # one conversation this long (written turn after turn)
     early_turns: int  # the long conversation is also measured after this many turns
-    cpu_rounds: int  # the sequential turn loop runs in rounds, savers interleaved
-    cpu_conversations: int  # per round
+    cpu_rounds: int  # every CPU measurement runs once per round, savers interleaved
+    cpu_conversations: int  # per round, one at a time
+    cpu_concurrent: int  # per round, all at once
     cpu_turns: int  # per conversation
-    op_gets: int  # aget_tuple calls in the op loop
+    op_gets: int  # aget_tuple calls in the op loop, per round
     op_turns: int  # turns whose puts, then writes, make the aput / aput_writes loops
     count_turns: int  # turns of the pass that counts requests
     idle_seconds: float  # how long the idle server's CPU is measured
 
 
-FULL = Sizes(short_threads=5, short_turns=100, long_turns=1000, early_turns=10, cpu_rounds=6,
-             cpu_conversations=2, cpu_turns=100, op_gets=2000, op_turns=300, count_turns=5,
-             idle_seconds=3.0)
-QUICK = Sizes(short_threads=2, short_turns=20, long_turns=100, early_turns=10, cpu_rounds=2,
-              cpu_conversations=2, cpu_turns=25, op_gets=300, op_turns=40, count_turns=3,
-              idle_seconds=1.0)
+FULL = Sizes(short_threads=5, short_turns=100, long_turns=1000, early_turns=10, cpu_rounds=7,
+             cpu_conversations=2, cpu_concurrent=8, cpu_turns=50, op_gets=300, op_turns=40,
+             count_turns=5, idle_seconds=3.0)
+QUICK = Sizes(short_threads=2, short_turns=20, long_turns=100, early_turns=10, cpu_rounds=3,
+              cpu_conversations=1, cpu_concurrent=4, cpu_turns=20, op_gets=100, op_turns=10,
+              count_turns=3, idle_seconds=1.5)
 
 
 # -- the conversation -----------------------------------------------------------------------
@@ -852,14 +853,18 @@ def top_share(wire: WireCounter, span: Span) -> dict[str, float]:
 
 
 async def idle_cpu_rate(binary: str, seconds: float) -> float:
-    """Server CPU seconds per second of a server with one idle client (its cron jobs)."""
+    """Server CPU seconds per second of a server with one idle client (its cron jobs): the
+    median of 0.5 s windows, since one window can catch a burst of the machine's noise."""
     server = PrivateRedis(binary)
+    rates = []
     try:
         await asyncio.sleep(0.5)
-        a = Reading.now(server)
-        await asyncio.sleep(seconds)
-        b = Reading.now(server)
-        return (b.server_cpu - a.server_cpu) / (b.wall - a.wall)
+        for _ in range(max(3, int(seconds / 0.5))):
+            a = Reading.now(server)
+            await asyncio.sleep(0.5)
+            b = Reading.now(server)
+            rates.append((b.server_cpu - a.server_cpu) / (b.wall - a.wall))
+        return statistics.median(rates)
     finally:
         server.stop()
 
@@ -869,18 +874,22 @@ class CpuSubject:
     variant: Variant
     store: RedisStore
     saver: BaseCheckpointSaver[Any]
-    spans: dict[str, list[Span]] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)  # ops per span label
+    spans: dict[str, list[tuple[Span, int]]] = field(default_factory=dict)  # (span, ops)
     wire: WireCounter | None = None
     wire_turns: int = 0
     share: dict[str, float] = field(default_factory=dict)
+    ops_thread: Conversation | None = None  # the thread the op loops read and extend
 
     def add(self, label: str, span: Span, ops: int) -> None:
-        self.spans.setdefault(label, []).append(span)
-        self.counts[label] = self.counts.get(label, 0) + ops
+        self.spans.setdefault(label, []).append((span, ops))
 
 
 async def measure_cpu(subjects: list[CpuSubject], sizes: Sizes, idle_rate: float) -> None:
+    """Each round visits every saver (in a rotating order) and measures, for each: the turn
+    loop one conversation at a time, the turn loop with conversations at once, and the
+    aget_tuple / aput / aput_writes loops. Results are medians over rounds: on a shared
+    (virtual) machine a process's CPU time sometimes jumps several-fold for a while, and a
+    median of interleaved rounds shrugs that off."""
     for s in subjects:  # warm: scripts loaded, connections open
         warm = Conversation("cpu-warm", "u-warm", 777)
         await run_turns(s.saver, warm, 2)
@@ -899,71 +908,82 @@ async def measure_cpu(subjects: list[CpuSubject], sizes: Sizes, idle_rate: float
         s.wire, s.wire_turns = wire, sizes.count_turns
         s.share = top_share(wire, Span.between(a, b, idle_rate))
 
-    log(f"cpu: turn loop, 1 conversation at a time, {sizes.cpu_rounds} round(s)")
+    for s in subjects:
+        s.ops_thread = Conversation("cpu-ops", "u-ops", 900)
+        await run_turns(s.saver, s.ops_thread, 20)
+
     for r in range(sizes.cpu_rounds):
+        log(f"cpu: round {r + 1}/{sizes.cpu_rounds}")
         order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]
         for s in order:
-            # made before the clock starts: client CPU is the saver's, not the generator's
-            conversations = [
-                list(Conversation(f"cpu-seq-{r}-{k}", f"u-{k}", 100 * r + k).turns(
-                    sizes.cpu_turns)) for k in range(sizes.cpu_conversations)]
-            a = Reading.now(s.store.server)
-            for ops in conversations:
-                await apply_all(s.saver, ops)
-            b = Reading.now(s.store.server)
-            span = Span.between(a, b, idle_rate)
-            s.add("turn_seq", span, sizes.cpu_conversations * sizes.cpu_turns)
-            per_turn = span.server_cpu / (sizes.cpu_conversations * sizes.cpu_turns)
-            log(f"  round {r + 1}: {s.variant.name}: {per_turn * 1e6:.0f} µs server CPU/turn")
+            await cpu_round(s, sizes, idle_rate, r)
 
-    n_conc = sizes.cpu_conversations * sizes.cpu_rounds
-    log(f"cpu: turn loop, {n_conc} conversations at once")
-    for s in subjects:
-        conversations = [list(Conversation(f"cpu-conc-{k}", f"u-{k}", 500 + k).turns(
-            sizes.cpu_turns)) for k in range(n_conc)]
-        a = Reading.now(s.store.server)
-        await asyncio.gather(*(apply_all(s.saver, ops) for ops in conversations))
-        b = Reading.now(s.store.server)
-        s.add("turn_conc", Span.between(a, b, idle_rate), n_conc * sizes.cpu_turns)
 
-    log("cpu: aget_tuple, aput and aput_writes alone")
-    for s in subjects:
-        conv = Conversation("cpu-ops", "u-ops", 900)
-        await run_turns(s.saver, conv, 20)
-        server = s.store.server
-        latest = conv.config()
+async def cpu_round(s: CpuSubject, sizes: Sizes, idle_rate: float, r: int) -> None:
+    server = s.store.server
+
+    async def timed(label: str, ops: int, work: Awaitable[Any]) -> Span:
         a = Reading.now(server)
+        await work
+        span = Span.between(a, Reading.now(server), idle_rate)
+        s.add(label, span, ops)
+        return span
+
+    # made before the clock starts: the client CPU is the saver's, not the generator's
+    seq = [list(Conversation(f"seq-{r}-{k}", f"u-{k}", 100 * r + k).turns(sizes.cpu_turns))
+           for k in range(sizes.cpu_conversations)]
+    conc = [list(Conversation(f"conc-{r}-{k}", f"u-{k}", 10_000 + 100 * r + k).turns(
+        sizes.cpu_turns)) for k in range(sizes.cpu_concurrent)]
+
+    async def one_at_a_time() -> None:
+        for ops in seq:
+            await apply_all(s.saver, ops)
+
+    turns = sizes.cpu_conversations * sizes.cpu_turns
+    span = await timed("turn_seq", turns, one_at_a_time())
+    log(f"  {s.variant.name}: {span.server_cpu / turns * 1e6:,.0f} µs server CPU per turn")
+    await timed("turn_conc", sizes.cpu_concurrent * sizes.cpu_turns,
+                asyncio.gather(*(apply_all(s.saver, ops) for ops in conc)))
+
+    conv = s.ops_thread
+    assert conv is not None
+    latest = conv.config()
+
+    async def gets() -> None:
         for _ in range(sizes.op_gets):
             await s.saver.aget_tuple(latest)
-        s.add("aget_tuple", Span.between(a, Reading.now(server), idle_rate), sizes.op_gets)
-        ops = list(conv.turns(sizes.op_turns))
-        for kind, label in (("put", "aput"), ("writes", "aput_writes")):
-            chosen = [op for op in ops if op.kind == kind]
-            a = Reading.now(server)
-            for op in chosen:
-                await apply(s.saver, op)
-            s.add(label, Span.between(a, Reading.now(server), idle_rate), len(chosen))
+
+    await timed("aget_tuple", sizes.op_gets, gets())
+    ops = list(conv.turns(sizes.op_turns))
+    for kind, label in (("put", "aput"), ("writes", "aput_writes")):
+        chosen = [op for op in ops if op.kind == kind]
+        await timed(label, len(chosen), apply_all(s.saver, chosen))
 
 
 def cpu_results(s: CpuSubject) -> dict[str, Any]:
+    """Per label: the median round of each figure (per op), and every round's server CPU."""
     out: dict[str, Any] = {}
     for label, spans in s.spans.items():
-        n = s.counts[label]
+        def med(fn: Callable[[Span], float], spans: list[tuple[Span, int]] = spans) -> float:
+            return statistics.median(fn(x) / n for x, n in spans)
+
+        n_all = sum(n for _, n in spans)
         out[label] = {
-            "ops": n,
-            "server_cpu_us": sum(x.server_cpu for x in spans) / n * 1e6,
-            "raw_server_cpu_us": sum(x.raw_server_cpu for x in spans) / n * 1e6,
-            "commandstats_us": sum(x.usec(s.share) for x in spans) / n,
-            "client_cpu_us": sum(x.client_cpu for x in spans) / n * 1e6,
-            "wall_us": sum(x.wall for x in spans) / n * 1e6,
-            "per_round_server_cpu_us": (rounds := [
-                x.server_cpu / (n / len(spans)) * 1e6 for x in spans]),
-            "median_round_server_cpu_us": statistics.median(rounds),
-            # every command the server ran, scripts' and EXEC's commands included
+            "ops": n_all,
+            "rounds": len(spans),
+            "server_cpu_us": med(lambda x: x.server_cpu * 1e6),
+            "raw_server_cpu_us": med(lambda x: x.raw_server_cpu * 1e6),
+            "commandstats_us": med(lambda x: x.usec(s.share)),
+            "client_cpu_us": med(lambda x: x.client_cpu * 1e6),
+            "wall_us": med(lambda x: x.wall * 1e6),
+            "per_round_server_cpu_us": [x.server_cpu / n * 1e6 for x, n in spans],
+            # every command the server ran, scripts' and EXEC's commands included (all rounds)
             "commandstats_per_op": {
-                name: {"calls": round(sum(x.stats.get(name, (0, 0))[0] for x in spans) / n, 2),
-                       "usec": round(sum(x.stats.get(name, (0, 0))[1] for x in spans) / n, 1)}
-                for name in sorted({name for x in spans for name in x.stats})},
+                name: {"calls": round(sum(x.stats.get(name, (0, 0))[0] for x, _ in spans)
+                                      / n_all, 2),
+                       "usec": round(sum(x.stats.get(name, (0, 0))[1] for x, _ in spans)
+                                     / n_all, 1)}
+                for name in sorted({name for x, _ in spans for name in x.stats})},
         }
     if s.wire is not None:
         out["requests_per_turn"] = s.wire.requests / s.wire_turns
@@ -1113,16 +1133,15 @@ def cpu_table(cpu: dict[str, Any], sizes: Sizes) -> str:
                       (("aget_tuple", 1), ("aput", 5), ("aput_writes", 4)))
         seq, conc = r["turn_seq"], r["turn_conc"]
         rows.append([
-            name, f"{seq['median_round_server_cpu_us']:,.0f} ({seq['commandstats_us']:,.0f})",
+            name, f"{seq['server_cpu_us']:,.0f} ({seq['commandstats_us']:,.0f})",
             f"{conc['server_cpu_us']:,.0f} ({conc['commandstats_us']:,.0f})",
             op("aget_tuple"), op("aput"), op("aput_writes"), f"{sum_ops:,.0f}",
             f"{r['requests_per_turn']:g} / {r['commands_per_turn']:g}",
             f"{seq['client_cpu_us']:,.0f} µs",
         ])
-    n_conc = sizes.cpu_conversations * sizes.cpu_rounds
+    n_conc = sizes.cpu_concurrent
     return table(
-        ["saver", "per turn, 1 conversation at a time (median round)",
-         f"per turn, {n_conc} at once",
+        ["saver", "per turn, 1 conversation at a time", f"per turn, {n_conc} at once",
          "aget_tuple", "aput", "aput_writes", "1 get + 5 puts + 4 writes",
          "requests / commands per turn", "client process CPU / turn"], rows)
 
@@ -1233,12 +1252,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print("\n## Redis CPU\n")
         print(f"Server CPU (`used_cpu_user + used_cpu_sys`, minus the idle server's "
               f"{idle_rate * 1e3:.2f} ms/s) in µs per turn or per call, and in parentheses "
-              "the `INFO commandstats` usec of the commands the client sent. Turn loops: "
-              f"{sizes.cpu_rounds} round(s) of {sizes.cpu_conversations} conversations x "
-              f"{sizes.cpu_turns} turns, one at a time, savers interleaved; then "
-              f"{sizes.cpu_conversations * sizes.cpu_rounds} conversations at once. Op loops "
-              f"on a 20-turn thread: {sizes.op_gets:,} aget_tuple (latest), then the "
-              f"{sizes.op_turns} next turns' aput calls, then their aput_writes calls.\n")
+              "the `INFO commandstats` usec of the commands the client sent. Each cell is the "
+              f"median of {sizes.cpu_rounds} rounds; a round visits every saver (in a "
+              f"rotating order) and runs {sizes.cpu_conversations} conversation(s) of "
+              f"{sizes.cpu_turns} turns one at a time, {sizes.cpu_concurrent} at once, "
+              f"{sizes.op_gets:,} aget_tuple of the latest checkpoint of a thread, then the "
+              f"next {sizes.op_turns} turns' aput calls of that thread, then their "
+              "aput_writes calls.\n")
         print(cpu_table(cpu, sizes))
     print("\n## Targets (this run)\n")
     print(table(["target", "measured", "goal", "result", "detail"], [t.row() for t in targets]))
