@@ -1082,12 +1082,15 @@ def compute_targets(storage: dict[str, Any], pay: dict[str, tuple[int, int]],
     k = storage.get("rediskv-keep1") or {"error": "not measured"}
     late, early = k.get("long_bytes"), k.get("long_early_bytes")
     s_late, s_early = pay["state_long"][0], pay["state_early"][0]
+    if late and early:
+        detail = (f"{_b(late)} B for a {_b(s_late)} B state vs {_b(early)} B for "
+                  f"{_b(s_early)} B (raw ratio {late / early:.2f}x)")
+    else:
+        detail = str(k.get("error", "not measured"))
     t.append(ratio_target(
         f"keep_last=1: thread at {sizes.long_turns:,} turns vs at {sizes.early_turns} turns, "
         "per byte of live state", late / s_late if late else None,
-        early / s_early if early else None, 1.1, False,
-        k.get("error", f"{_b(late)} B for a {_b(s_late)} B state vs {_b(early)} B for "
-                       f"{_b(s_early)} B (raw ratio {late / max(early or 1, 1):.2f}x)")))
+        early / s_early if early else None, 1.1, False, detail))
     # rounds interleave the savers: compare each round's pair, take the median ratio
     ours_r = cpu.get(THIS, {}).get("turn_seq", {}).get("per_round_server_cpu_us")
     plain_r = cpu.get("plainredis", {}).get("turn_seq", {}).get("per_round_server_cpu_us")
