@@ -17,8 +17,11 @@
   ARGV[11] global metadata index: "-" for none (a cluster), else the saver's indexed metadata
            keys, encoded, comma-separated (maybe ""); the keys registered in P:mk (raw) by any
            saver of the prefix are indexed too, so that a registered index stays complete
-  ARGV[12] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
+  ARGV[12] keep_last: keep only the newest this many checkpoints of the namespace (0: all);
+           see include/trim.lua
+  ARGV[13] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
+  then s, the number of the other refs of ARGV[8] (blobs stored before), then those s refs
 
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
@@ -29,6 +32,8 @@
   before it writes anything.
 ]]
 -- @include keyschema
+-- @include drop
+-- @include trim
 
 local prefix, tag, ns, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local K = keyspace(prefix, tag)
@@ -36,20 +41,17 @@ if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
 local cp = KEYS[3]
 
 -- the new blobs of this call, then a check that every other referenced blob is still there
-local i = 12
+local keep = tonumber(ARGV[12])
+local i = 13
 local m = tonumber(ARGV[i])
 local meta_first = i + 1
 i = i + 2 * m + 1
 local nblobs, blob_first = tonumber(ARGV[i]), i + 1
-local new_refs = {}
-for j = 0, nblobs - 1 do new_refs[ARGV[blob_first + 2 * j]] = true end
-local refs = split_refs(ARGV[8])
+local shared_first = blob_first + 2 * nblobs + 1
 local left_of, missing = {}, {}
-for _, ref in ipairs(refs) do
-  if not new_refs[ref] then
-    local left = redis.call("PTTL", K.blob(ns, ref))
-    if left == -2 then missing[#missing + 1] = ref else left_of[ref] = left end
-  end
+for j = shared_first, shared_first + tonumber(ARGV[shared_first - 1]) - 1 do
+  local left = redis.call("PTTL", K.blob(ns, ARGV[j]))
+  if left == -2 then missing[#missing + 1] = ARGV[j] else left_of[ARGV[j]] = left end
 end
 if #missing > 0 then return missing end
 
@@ -67,8 +69,9 @@ unindex_checkpoint(K, ns, id, old[2])
 
 -- Loose blobs: those that may outlive every checkpoint referencing them, recorded so that
 -- delete and prune still find them. The blobs of a replaced record that its replacement
--- does not reference; and, with a ttl, blobs written without one that this checkpoint shares
--- (expiries only grow: such a blob stays after this checkpoint expires). The set lives as
+-- does not reference; and, with a ttl, blobs this checkpoint shares that live longer than it
+-- (written without a ttl or with a longer one: expiries only grow, so such a blob stays after
+-- this checkpoint expires, and after the record it replaced). The set lives as
 -- long as its longest-lived member.
 local loose_refs, longest = {}, 0  -- longest: ms left of the longest member, -1 forever
 local function loose(ref, left)
@@ -77,7 +80,7 @@ local function loose(ref, left)
 end
 if old[3] then
   local now = {}
-  for _, ref in ipairs(refs) do now[ref] = true end
+  for _, ref in ipairs(split_refs(ARGV[8])) do now[ref] = true end
   for _, ref in ipairs(split_refs(old[3])) do
     if not now[ref] then
       local left = redis.call("PTTL", K.blob(ns, ref))
@@ -87,7 +90,7 @@ if old[3] then
 end
 if ttl > 0 then
   for ref, left in pairs(left_of) do
-    if left == -1 then loose(ref, left) end
+    if left == -1 or left > ttl * 1000 then loose(ref, left) end
   end
 end
 if #loose_refs > 0 then
@@ -110,11 +113,11 @@ local run = ARGV[9]
 if run ~= "" then
   fields[#fields + 1] = "r"
   fields[#fields + 1] = run
-  local runs_created = redis.call("EXISTS", K.runs) == 0
+  local runs_created = is_new(K.runs, ttl)
   redis.call("SADD", K.runs, run)
   keep_alive(K.runs, ttl, runs_created)
   local run_key = K.run(run)
-  local run_created = redis.call("EXISTS", run_key) == 0
+  local run_created = is_new(run_key, ttl)
   redis.call("SADD", run_key, ns .. ":" .. id)
   keep_alive(run_key, ttl, run_created)
 else
@@ -124,15 +127,14 @@ end
 
 -- global metadata indexes: the saver's keys and every registered key the metadata has
 if ARGV[11] ~= "-" then
-  local wanted = {}
-  for _, key in ipairs(split_refs(ARGV[11])) do wanted[key] = true end
-  for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[enc(key)] = true end
+  local wanted = {}  -- raw keys (the registry holds them raw)
+  for _, key in ipairs(split_refs(ARGV[11])) do wanted[dec(key)] = true end
+  for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[key] = true end
   local suffixes = {}
   for j = 0, m - 1 do
-    local field, canonical = ARGV[meta_first + 2 * j], ARGV[meta_first + 2 * j + 1]
-    local key = enc(string.sub(field, 3))
+    local key, canonical = string.sub(ARGV[meta_first + 2 * j], 3), ARGV[meta_first + 2 * j + 1]
     if wanted[key] and canonical ~= "null" and #canonical <= 256 then
-      suffixes[#suffixes + 1] = key .. ":" .. enc(canonical)
+      suffixes[#suffixes + 1] = enc(key) .. ":" .. enc(canonical)
     end
   end
   if #suffixes > 0 then
@@ -142,11 +144,11 @@ if ARGV[11] ~= "-" then
     local function gone(other)
       if other == member then return false end
       local old_id, old_tag, old_ns = parse_member(other)
-      return redis.call("EXISTS", keyspace(prefix, old_tag).checkpoint(old_ns, old_id)) == 0
+      return redis.call("EXISTS", checkpoint_key(prefix, old_tag, old_ns, old_id)) == 0
     end
     for _, suffix in ipairs(suffixes) do
       local index = K.metadata_index(suffix)
-      local created = redis.call("EXISTS", index) == 0
+      local created = is_new(index, ttl)
       redis.call("ZADD", index, 0, member)
       keep_alive(index, ttl, created)
       sweep_index(index, gone, 2)
@@ -154,7 +156,18 @@ if ARGV[11] ~= "-" then
   end
 end
 
-for j = 1, 2 * m do fields[#fields + 1] = ARGV[meta_first - 1 + j] end
+local counters = nil
+for j = 0, m - 1 do
+  fields[#fields + 1] = ARGV[meta_first + 2 * j]
+  fields[#fields + 1] = ARGV[meta_first + 2 * j + 1]
+  if ARGV[meta_first + 2 * j] == "m:counters_since_delta_snapshot" then
+    counters = ARGV[meta_first + 2 * j + 1]
+  end
+end
+if keep > 0 then
+  fields[#fields + 1] = "df"
+  fields[#fields + 1] = delta_seeds(K, ns, ARGV[5], counters, split_refs(ARGV[8]))
+end
 for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand values
   redis.call("HSET", cp, unpack(fields, first, math.min(first + 3999, #fields)))
 end
@@ -169,19 +182,21 @@ end
 -- one (a saver with ttl=None, a pinned thread), a blob written under a ttl stops expiring.
 for ref, left in pairs(left_of) do keep_alive(K.blob(ns, ref), ttl, false, left) end
 
-local index_created = redis.call("EXISTS", KEYS[2]) == 0
+local index_created = is_new(KEYS[2], ttl)
 redis.call("ZADD", KEYS[2], 0, id)
 keep_alive(KEYS[2], ttl, index_created)
-local root_created = redis.call("EXISTS", KEYS[1]) == 0
+local root_created = is_new(KEYS[1], ttl)
 redis.call("SADD", KEYS[1], ns)
 keep_alive(KEYS[1], ttl, root_created)
 
 -- Index entries whose keys have expired are dropped a few at a time, so the indexes of a
--- long-lived thread stay bounded at a constant cost per put.
+-- long-lived thread stay bounded at a constant cost per put. Entries die by expiry: a put
+-- without a ttl checks fewer (a thread written with one before may still have some).
 sweep_index(KEYS[2], function(other)
   return other ~= id and redis.call("EXISTS", K.checkpoint(ns, other)) == 0
-end, 3)
-for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, 2)) do
+end, ttl > 0 and 3 or 1)
+for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, ttl > 0 and 2 or 1)) do
   if redis.call("EXISTS", K.run(old_run_id)) == 0 then redis.call("SREM", K.runs, old_run_id) end
 end
+if keep > 0 then trim_history(K, ns, keep) end
 return 1

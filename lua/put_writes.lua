@@ -9,12 +9,13 @@
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  namespace N (encoded)
   ARGV[4]  checkpoint id (raw)
   ARGV[5]  the saver's default ttl in seconds (0: none); the thread's own setting wins
+  ARGV[6]  keep_last of the saver (0: none)
   then triples: field "<task id encoded>:<idx>", record, mode ("u" upsert | "f" first wins)
   A record is "<len path>:<len channel>:" .. path .. channel .. "<type>\0<bytes>"
   (lengths in bytes), so a script can read the channel without knowing the serializer.
 
   Reply: the number of writes stored (first-wins writes that already existed are not
-  counted), or "REAPING" when an earlier delete, prune or copy of the thread left garbage to
+  counted; none for a checkpoint keep_last has trimmed already), or "REAPING" when an earlier delete, prune or copy of the thread left garbage to
   reap first (nothing written).
 
   With a ttl, the checkpoint the writes belong to is renewed with them (its hash, its blobs,
@@ -26,10 +27,16 @@
 local K = keyspace(ARGV[1], ARGV[2])
 if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
 local ns, id = ARGV[3], ARGV[4]
+-- With keep_last, writes that arrive for a checkpoint trimmed meanwhile (older than every
+-- kept one, and gone) would be orphans: they are dropped.
+if tonumber(ARGV[6]) > 0 and redis.call("EXISTS", K.checkpoint(ns, id)) == 0 then
+  local oldest = redis.call("ZRANGE", K.index(ns), 0, 0)[1]
+  if oldest and id < oldest then return 0 end
+end
 local ttl = thread_ttl(K, tonumber(ARGV[5]))
 local stored = 0
-local writes_created = redis.call("EXISTS", KEYS[3]) == 0
-for i = 6, #ARGV, 3 do
+local writes_created = is_new(KEYS[3], ttl)
+for i = 7, #ARGV, 3 do
   if ARGV[i + 2] == "u" then
     redis.call("HSET", KEYS[3], ARGV[i], ARGV[i + 1])
     stored = stored + 1
@@ -37,9 +44,9 @@ for i = 6, #ARGV, 3 do
     stored = stored + redis.call("HSETNX", KEYS[3], ARGV[i], ARGV[i + 1])
   end
 end
-local index_created = redis.call("EXISTS", KEYS[2]) == 0
+local index_created = is_new(KEYS[2], ttl)
 redis.call("SADD", KEYS[2], id)
-local root_created = redis.call("EXISTS", KEYS[1]) == 0
+local root_created = is_new(KEYS[1], ttl)
 redis.call("SADD", KEYS[1], ns)
 keep_alive(KEYS[3], ttl, writes_created)
 keep_alive(KEYS[2], ttl, index_created)
@@ -57,8 +64,9 @@ if ttl > 0 then
     end
   end
 end
--- drop writes index entries whose writes have expired, a couple per call (constant cost)
-for _, old in ipairs(redis.call("SRANDMEMBER", KEYS[2], 2)) do
+-- drop writes index entries whose writes have expired, a couple per call (constant cost;
+-- one without a ttl, as entries die by expiry)
+for _, old in ipairs(redis.call("SRANDMEMBER", KEYS[2], ttl > 0 and 2 or 1)) do
   if old ~= id and redis.call("EXISTS", K.writes(ns, old)) == 0 then
     redis.call("SREM", KEYS[2], old)
   end

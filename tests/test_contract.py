@@ -313,7 +313,6 @@ def test_prune_keep_latest_leaves_exactly_the_latest(
             keys.runs(tag),
             keys.run(tag, "r3"),
             # the latest checkpoint's entries in the global metadata indexes; the others' went
-            keys.metadata_index(metadata_index_suffix("step", "3")),
             keys.metadata_index(metadata_index_suffix("run_id", '"r3"')),
         ]
     )
@@ -437,6 +436,8 @@ def test_a_thread_with_more_namespaces_than_one_call_reads(
     assert listed_ids(saver, everything, before=middle) == newest_first[41:]
     odd = sorted(made[1::3], reverse=True)
     assert listed_ids(saver, everything, filter={"step": 1}) == odd
+    # step has no global index: every thread is listed, this one in chunks (twice before a
+    # fix, when a chunked thread's first page came back empty)
     assert listed_ids(saver, None, filter={"step": 1}) == sorted([*odd, other], reverse=True)
     one = {"configurable": {"thread_id": "t", "checkpoint_id": made[44]}}
     assert listed_ids(saver, one) == [made[44]]

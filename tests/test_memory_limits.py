@@ -3,6 +3,7 @@ error and write nothing; reads and deletes still work, and free the memory write
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,10 @@ def full_server(tmp_path: Path) -> PrivateServer:  # type: ignore[misc]
     server.stop()
 
 
-def document(n: int) -> str:
-    # different text per checkpoint, so that nothing compresses or shares
-    line = f"Paragraph {n}: the quarterly report restates revenue by region and segment. "
-    return (line * (VALUE // len(line) + 1))[:VALUE]
+def document(n: int) -> bytes:
+    # different bytes per checkpoint, random so that nothing compresses or shares (a pasted
+    # document compresses too, but then it takes more of them to fill the server)
+    return random.Random(n).randbytes(VALUE)
 
 
 def put_big(saver: RedisSaver, thread_id: str, n: int, parent: str | None) -> str:

@@ -169,7 +169,7 @@ def test_a_key_added_to_index_metadata_later_finds_older_checkpoints(
         new = chain(after, "u", [{"user_id": "alice", "step": 0}])
         expected = sorted(old + new, reverse=True)
         assert ids(after, filter={"user_id": "alice"}) == expected  # by a scan, meanwhile
-        assert after.reindex_metadata() == 10
+        assert after.reindex_metadata() == 20  # user_id and step of the 10 older ones
         round_trips.reset()
         assert ids(after, filter={"user_id": "alice"}) == expected
         assert round_trips.count == 1  # from the index now

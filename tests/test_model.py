@@ -22,7 +22,9 @@ Rules (each a hypothesis ``@rule``):
   one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
   ``set_thread_ttl``.
 - ``recreate``: close the saver and open another on the same prefix with another ``ttl`` (None,
-  30/60/120 s, refresh_on_read or not) and ``index_metadata`` (default, or with user_id).
+  30/60/120 s, refresh_on_read or not), ``index_metadata`` (default, or with user_id) and
+  ``keep_last`` (None, 1 or 3: after every put, the checkpoints older than the newest
+  keep_last may be gone, and without a ttl exactly the oldest, 8 at most, are).
 - ``advance``: 10, 40, 61 or 200 s pass, without sleeping (``tests/clock.py`` lowers every PTTL).
 - ``put_while_its_slot_moves`` (the same machine on the suite's 3-node cluster,
   ``TestSaverModelOnCluster``): the thread's slot is being moved to another node (0, 3 or all
@@ -115,6 +117,8 @@ TTLS: tuple[tuple[float, bool] | None, ...] = (
     (2, True),
 )
 ADVANCES = (10, 40, 61, 200)
+KEEP_LAST = (None, None, 1, 3)  # the saver's keep_last after a recreate
+TRIM_STEP = 8  # checkpoints a put trims at most (lua/include/trim.lua)
 MAX_COPIES = 3
 MAX_BURSTS = 2
 SKIP = tuple(s.strip() for s in os.environ.get("RSKV_MODEL_SKIP", "").split(",") if s.strip())
@@ -212,6 +216,7 @@ class SaverMachine(RuleBasedStateMachine):
         self.saver_ttl: int | None = None
         self.refresh = False
         self.indexed: tuple[str, ...] = DEFAULT_INDEX
+        self.keep_last: int | None = None
         self.saver = self.new_saver()
         # reads by id without refreshing anything, to settle what the model is unsure of
         self.prober = self.new_saver()
@@ -499,7 +504,30 @@ class SaverMachine(RuleBasedStateMachine):
         )
         th.cps[(ns, cp.id)] = cp
         self.touch(th, ttl)
+        if send is None:
+            self.trim(th, ns, exact=True)
         return cp
+
+    def trim(self, th: Thread, ns: str, exact: bool) -> None:
+        """After a put with keep_last: the checkpoints of the namespace older than the newest
+        keep_last may be gone (probed and settled). Without a ttl, the model's checkpoints are
+        the index's, so which ones went is exact: the oldest, TRIM_STEP at most."""
+        if self.keep_last is None:
+            return
+        cps = sorted((cp for cp in th.cps.values() if cp.ns == ns), key=lambda cp: cp.id)
+        excess = max(0, len(cps) - self.keep_last)
+        for cp in cps[:excess]:
+            cp.alive_until = min(cp.alive_until, self.now)
+        self.settle(th)
+        if exact and self.finite_gone_after == -INF:
+            left = sorted(cp.id for cp in th.cps.values() if cp.ns == ns)
+            expected = [cp.id for cp in cps[min(excess, TRIM_STEP) :]]
+            if left != expected:
+                fail(
+                    "keep_last.trimmed",
+                    f"{th.id!r}/{ns!r} keep_last={self.keep_last}: {len(left)} left of "
+                    f"{len(cps)}, expected {len(expected)}",
+                )
 
     def metadata(
         self, source: str, step: int, run: str, user: str | None, tier: str | None
@@ -792,11 +820,18 @@ class SaverMachine(RuleBasedStateMachine):
         th.clean = False
         self.renew_all(th, th.own)
 
-    @rule(ttl=st.sampled_from(TTLS), index=st.sampled_from(INDEXES))
-    def recreate(self, ttl: tuple[float, bool] | None, index: tuple[str, ...]) -> None:
+    @rule(
+        ttl=st.sampled_from(TTLS),
+        index=st.sampled_from(INDEXES),
+        keep=st.sampled_from(KEEP_LAST),
+    )
+    def recreate(
+        self, ttl: tuple[float, bool] | None, index: tuple[str, ...], keep: int | None
+    ) -> None:
         self.saver.close()
         options = None if ttl is None else {"default_ttl": ttl[0], "refresh_on_read": ttl[1]}
-        self.saver = self.new_saver(ttl=options, index_metadata=index)
+        self.saver = self.new_saver(ttl=options, index_metadata=index, keep_last=keep)
+        self.keep_last = keep
         self.saver_ttl = None if ttl is None else int(ttl[0] * 60)
         self.refresh = ttl is not None and ttl[1]
         self.indexed = index
@@ -846,7 +881,7 @@ class SaverMachine(RuleBasedStateMachine):
             self.put_one(th, "", live[-1] if live else None, {"messages"}, md, send=queue)
         big = empty_checkpoint()
         big["id"] = self.next_id()
-        big["channel_values"] = {"document": "x" * (MAX_BULK + 1)}
+        big["channel_values"] = {"document": os.urandom(MAX_BULK + 1)}  # incompressible
         big["channel_versions"] = {"document": self.saver.get_next_version(None, None)}
         oversized = (
             cfg(self.pick_thread(at).id, "", None),
@@ -863,7 +898,11 @@ class SaverMachine(RuleBasedStateMachine):
 
         async def write_at_once() -> list[Any]:
             async with AsyncRedisSaver(
-                self.server_url, prefix=self.prefix, ttl=options, index_metadata=self.indexed
+                self.server_url,
+                prefix=self.prefix,
+                ttl=options,
+                index_metadata=self.indexed,
+                keep_last=self.keep_last,
             ) as writer:
                 return await asyncio.gather(
                     *(writer.aput(*args) for args in queued), return_exceptions=True
@@ -873,6 +912,8 @@ class SaverMachine(RuleBasedStateMachine):
         failed = [(i, type(r).__name__) for i, r in enumerate(results) if isinstance(r, Exception)]
         if failed != [(queued.index(oversized), "ValueTooLargeError")]:
             fail("oversized_among_concurrent", f"failures {failed}, {results}")
+        for pick in picks:  # in whatever order the puts ran
+            self.trim(self.pick_thread(pick), "", exact=False)
 
     # -- invariants --------------------------------------------------------------------------
     @invariant()

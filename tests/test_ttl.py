@@ -383,3 +383,24 @@ def test_a_namespace_emptied_by_expiry_leaves_nothing_behind(
         with_ttl.prune(["deleted"], strategy="keep_latest")
         with_ttl.delete_thread("deleted")
         assert keys_of(client, keys.thread_keys_pattern("deleted")) == []
+
+
+def test_blobs_a_checkpoint_shares_past_its_own_expiry_stay_reachable(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by the model: a checkpoint put again under a shorter ttl expired before the blob
+    # it shares (expiries only grow), which was then reachable from nothing (the checker saw
+    # an orphan, and a delete could not have found it). It is a loose blob now.
+    values = {"messages": ["hello"], "counter": 1}
+    checkpoint = make_checkpoint(values, {"messages": "1", "counter": "1"})
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as saver:
+        saver.put(cfg("t"), checkpoint, {}, {"messages": "1", "counter": "1"})
+    again = make_checkpoint(values | {"counter": 2}, {"messages": "1", "counter": "2"})
+    again["id"] = checkpoint["id"]
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 0.5}) as saver:
+        saver.put(cfg("t"), again, {}, {"counter": "2"})
+        advance_time(client, prefix, 35)
+        assert saver.get_tuple(cfg("t")) is None  # the record took the shorter ttl
+        assert [p for p in saver.check_invariants() if not p.stale] == []
+        advance_time(client, prefix, 30)
+        assert data_keys(client, prefix) == []

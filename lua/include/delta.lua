@@ -17,11 +17,6 @@ local function record_channel(record)
   return string.sub(record, first, first + channel_len - 1)
 end
 
--- The encoded channel of a blob ref "C:V".
-local function ref_channel(ref)
-  return string.sub(ref, 1, string.find(ref, ":", 1, true) - 1)
-end
-
 -- The delta channels checkpoint `id` stores no value for, as { [raw name] = true } and their
 -- count. LangGraph lists every DeltaChannel that was not snapshotted at a checkpoint in its
 -- metadata `counters_since_delta_snapshot` (kept here as the canonical JSON field

@@ -10,6 +10,11 @@ local function enc(s)
   end))
 end
 
+-- The key of a checkpoint hash (also K.checkpoint): for a thread other than the script's own.
+local function checkpoint_key(prefix, tag, ns, id)
+  return prefix .. ":cp:" .. tag .. ":" .. ns .. ":" .. enc(id)
+end
+
 local function keyspace(prefix, tag)
   local K = {}
   K.thread = prefix .. ":th:" .. tag
@@ -20,7 +25,7 @@ local function keyspace(prefix, tag)
   K.gc = prefix .. ":gc:" .. tag
   function K.index(ns) return prefix .. ":idx:" .. tag .. ":" .. ns end
   function K.writes_index(ns) return prefix .. ":wi:" .. tag .. ":" .. ns end
-  function K.checkpoint(ns, id) return prefix .. ":cp:" .. tag .. ":" .. ns .. ":" .. enc(id) end
+  function K.checkpoint(ns, id) return checkpoint_key(prefix, tag, ns, id) end
   function K.writes(ns, id) return prefix .. ":w:" .. tag .. ":" .. ns .. ":" .. enc(id) end
   function K.blob(ns, ref) return prefix .. ":blob:" .. tag .. ":" .. ns .. ":" .. ref end
   function K.run(run) return prefix .. ":run:" .. tag .. ":" .. run end
@@ -66,9 +71,25 @@ local function split_refs(bv)
   return refs
 end
 
+-- The encoded channel of a blob ref "C:V".
+local function ref_channel(ref)
+  return string.sub(ref, 1, string.find(ref, ":", 1, true) - 1)
+end
+
+-- Undo enc().
+local function dec(s)
+  return (string.gsub(s, "%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+end
+
 -- Give a key that was just written or read its expiry (ttl 0: none).
 local function expire(key, ttl)
   if ttl > 0 then redis.call("EXPIRE", key, ttl) end
+end
+
+-- Whether `key` is about to be created, as keep_alive needs to know: without a ttl it does
+-- not matter (keep_alive then persists the key either way), so that costs no call.
+local function is_new(key, ttl)
+  return ttl == 0 or redis.call("EXISTS", key) == 0
 end
 
 -- Keep a key alive at least as long as what was just written into it, or what depends on it

@@ -88,9 +88,13 @@ class AsyncRedisSaver(RedisSaverBase):
         index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
         slot_move_wait: float = SLOT_MOVE_WAIT,
         auto_pipeline: bool = True,
+        compression: bool | int = True,
+        keep_last: int | None = None,
         **redis_kwargs: Any,
     ) -> None:
-        connect_url = self._setup(url, client, prefix, ttl, serde, index_metadata)
+        connect_url = self._setup(
+            url, client, prefix, ttl, serde, index_metadata, compression, keep_last
+        )
         if connect_url is not None:
             options: dict[str, Any] = {
                 "max_connections": max_connections,

@@ -14,9 +14,10 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from .compression import compression_level
 from .core import SaverCore, ScriptCall
 from .keys import KeySchema, tag_of
-from .settings import parse_ttl, redact_url, resolve_url
+from .settings import parse_keep_last, parse_ttl, redact_url, resolve_url
 
 # Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
 # free connection (up to POOL_TIMEOUT seconds) instead of failing with "Too many connections".
@@ -58,6 +59,8 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         ttl: Any,
         serde: SerializerProtocol | None,
         index_metadata: Iterable[str],
+        compression: Any = True,
+        keep_last: int | None = None,
     ) -> str | None:
         """Validate the settings; returns the URL to connect to when no client was given."""
         super().__init__(serde=serde)
@@ -66,7 +69,12 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
                 f"index_metadata must be a list of metadata keys, not {index_metadata!r}"
             )
         self._core = SaverCore(
-            KeySchema(prefix), self.serde, parse_ttl(ttl), tuple(dict.fromkeys(index_metadata))
+            KeySchema(prefix),
+            self.serde,
+            parse_ttl(ttl),
+            tuple(dict.fromkeys(index_metadata)),
+            compression=compression_level(compression),
+            keep_last=parse_keep_last(keep_last),
         )
         self._owns_client = client is None
         if client is not None:

@@ -32,6 +32,7 @@ from redis.exceptions import OutOfMemoryError, ResponseError
 
 from . import bulk
 from .canonical import canonical
+from .compression import DEFAULT_LEVEL, with_compression
 from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
 from .settings import TTLSettings
 
@@ -48,7 +49,10 @@ LIST_SCAN_BUDGET = 1000
 NAMESPACE_CHUNK = 500
 # The metadata keys indexed by default, and the longest canonical value that gets an entry
 # (longer values, and None, are still filtered, by the scan).
-DEFAULT_INDEXED_METADATA = ("source", "step", "run_id")
+# run_id: what delete_for_runs and LangGraph's run lookups search by. "source" and "step"
+# are not indexed by default: a few values each, so an index on them hardly narrows a search,
+# and each indexed key costs a sorted-set entry per checkpoint (memory) and its upkeep (CPU).
+DEFAULT_INDEXED_METADATA = ("run_id",)
 MAX_INDEXED_VALUE = 256
 # Metadata keys with few distinct values: another indexed filter key is a better start.
 _UNSELECTIVE = frozenset({"source", "step"})
@@ -181,7 +185,7 @@ class SaverCore:
     """Key building, argument encoding and reply decoding for one saver."""
 
     keys: KeySchema
-    serde: SerializerProtocol
+    serde: SerializerProtocol  # the saver's serializer; values are stored with `storage`
     ttl: TTLSettings | None = None
     # metadata keys with a global index (empty on a cluster, where it cannot be kept atomic)
     indexed: tuple[str, ...] = ()
@@ -189,6 +193,15 @@ class SaverCore:
     global_index: bool = True
     # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
     registered: list[bool] = dataclasses.field(default_factory=list)
+    # zstd level of stored values, None for uncompressed (see .compression)
+    compression: int | None = DEFAULT_LEVEL
+    # keep only the newest this many checkpoints per namespace (0: all), see lua/include/trim.lua
+    keep_last: int = 0
+    # the serializer wrapped for storage: compression inside any encryption
+    storage: SerializerProtocol = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "storage", with_compression(self.serde, self.compression))
 
     def with_serde(self, serde: SerializerProtocol) -> SaverCore:
         return replace(self, serde=serde)
@@ -203,10 +216,10 @@ class SaverCore:
         return self.ttl.seconds if self.ttl and self.ttl.refresh_on_read else -1
 
     # -- encoding --------------------------------------------------------------------------
-    def dumps(self, value: Any, what: str) -> bytes:
-        """``b"<type>\\0<bytes>"``: the serializer's output, unwrapped."""
+    def dumps(self, value: Any, what: str, serde: SerializerProtocol | None = None) -> bytes:
+        """``b"<type>\\0<bytes>"``: the value as stored (compressed when it pays)."""
         try:
-            type_, data = self.serde.dumps_typed(value)
+            type_, data = (serde or self.storage).dumps_typed(value)
         except Exception as exc:
             raise SerializationError(
                 f"cannot serialize {what} ({type(value).__name__}): {exc}"
@@ -215,13 +228,14 @@ class SaverCore:
 
     def loads(self, stored: bytes) -> Any:
         type_, _, data = stored.partition(b"\0")
-        return self.serde.loads_typed((type_.decode(), data))
+        return self.storage.loads_typed((type_.decode(), data))
 
     def canonical(self, value: Any) -> str:
         """The metadata filter form of a value (see :mod:`.canonical`): equal values give
         equal strings in every process, and values of different JSON types never do (``7``
         is not ``"7"``)."""
-        return canonical(value, lambda v: self.dumps(v, f"the metadata value {v!r}"))
+        # the serializer's own bytes: compressed ones could differ between zstd versions
+        return canonical(value, lambda v: self.dumps(v, f"the metadata value {v!r}", self.serde))
 
     @staticmethod
     def _write_record(task_path: str, channel: str, stored: bytes) -> bytes:
@@ -282,7 +296,8 @@ class SaverCore:
         stored_checkpoint = self.dumps(body, "the checkpoint")
         full_metadata = get_serializable_checkpoint_metadata(config, metadata)
         stored_metadata = self.dumps(full_metadata, "the checkpoint metadata")
-        refs = ",".join(blob_ref(ch, versions[ch]) for ch in values if ch in versions)
+        ref_of = {ch: blob_ref(ch, versions[ch]) for ch in values if ch in versions}
+        refs = ",".join(ref_of.values())
         run_id = full_metadata.get("run_id")
 
         meta_args: list[Arg] = [len(full_metadata)]
@@ -292,9 +307,12 @@ class SaverCore:
 
         def call() -> ScriptCall:
             blob_args: list[Arg] = []
-            for channel in written:
-                stored = self.dumps(values[channel], f"channel {channel!r}")
-                blob_args += [blob_ref(channel, versions[channel]), stored]
+            shared: list[Arg] = []  # refs of blobs stored before: the script checks them
+            for channel, ref in ref_of.items():
+                if channel in written:
+                    blob_args += [ref, self.dumps(values[channel], f"channel {channel!r}")]
+                else:
+                    shared.append(ref)
             return ScriptCall(
                 "put_checkpoint",
                 (
@@ -314,9 +332,12 @@ class SaverCore:
                     encode_part(str(run_id)) if run_id is not None else "",
                     self.ttl_seconds,
                     self._indexed_arg,
+                    self.keep_last,
                     *meta_args,
                     len(blob_args) // 2,
                     *blob_args,
+                    len(shared),
+                    *shared,
                 ),
             )
 
@@ -376,7 +397,9 @@ class SaverCore:
             return None
         tag = self.keys.tag(thread_id)
         task_enc = encode_part(task_id)
-        args: list[Arg] = [self.keys.prefix, tag, encode_part(ns), checkpoint_id, self.ttl_seconds]
+        args: list[Arg] = [
+            self.keys.prefix, tag, encode_part(ns), checkpoint_id, self.ttl_seconds, self.keep_last
+        ]
         for idx, (channel, value) in enumerate(writes):
             slot = WRITES_IDX_MAP.get(channel, idx)
             stored = self.dumps(value, f"the write to channel {channel!r}")
@@ -660,7 +683,13 @@ class SaverCore:
                     replies = [(yield calls[0])] if len(calls) == 1 else (yield Batch(calls))
                     for i, reply in zip(chunk, replies, strict=True):
                         again += take(i, reply)
-                waiting = again + [i for i in waiting if not pages[i] and cursors[i] is not None]
+                # a stream that expanded into chunks is in `again` and may be empty with a
+                # cursor too: fetched twice, its checkpoints would come out twice
+                waiting = list(
+                    dict.fromkeys(
+                        [*again, *(i for i in waiting if not pages[i] and cursors[i] is not None)]
+                    )
+                )
 
         yield from fetch(range(len(streams)))
         emitted = 0

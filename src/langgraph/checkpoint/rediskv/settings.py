@@ -83,3 +83,15 @@ def ttl_seconds(value: Any, what: str = "ttl") -> int:
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"invalid ttl: {what} must be positive, got {value!r}")
     return max(1, math.ceil(seconds))
+
+
+def parse_keep_last(keep_last: Any) -> int:
+    """``keep_last`` as put_checkpoint's argument: a positive int, or 0 for no limit."""
+    if keep_last is None:
+        return 0
+    if isinstance(keep_last, int) and not isinstance(keep_last, bool) and keep_last >= 1:
+        return keep_last
+    raise ValueError(
+        f"invalid keep_last {keep_last!r}: use None to keep every checkpoint, or the number "
+        "of newest checkpoints to keep per thread and namespace (1 or more)"
+    )

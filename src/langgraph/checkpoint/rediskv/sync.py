@@ -79,6 +79,16 @@ class RedisSaver(RedisSaverBase):
         index_metadata: metadata keys that get a global index (standalone servers only), so
             that ``list(None, filter={key: value})`` costs what it finds, not the store's size;
             add the keys you search threads by, e.g. ``("source", "step", "run_id", "user_id")``.
+        compression: values of 128 bytes and more are stored zstd-compressed (level 1, about
+            3x on chat text); an int from 1 to 22 sets the level, ``False`` stores values as
+            the serializer writes them. Compressed values stay readable either way. With an
+            ``EncryptedSerializer``, values are compressed before they are encrypted.
+        keep_last: keep only the newest this many checkpoints of each thread and namespace:
+            every put removes older ones (with their writes and the blobs only they use), a
+            few per put, so the cost per put stays constant. ``keep_last=1`` is the shallow
+            mode (the official package's ``ShallowRedisSaver``): a thread's memory stays flat
+            however long it runs. Checkpoints that a kept one rebuilds a DeltaChannel from are
+            kept too. ``None`` (the default) keeps the whole history.
         **redis_kwargs: any other redis-py connection option for the saver's own pool, e.g.
             ``ssl_ca_certs=...`` for rediss:// with a private CA, or ``username=...``.
 
@@ -101,9 +111,13 @@ class RedisSaver(RedisSaverBase):
         retries: int = RETRIES,
         index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
         slot_move_wait: float = SLOT_MOVE_WAIT,
+        compression: bool | int = True,
+        keep_last: int | None = None,
         **redis_kwargs: Any,
     ) -> None:
-        connect_url = self._setup(url, client, prefix, ttl, serde, index_metadata)
+        connect_url = self._setup(
+            url, client, prefix, ttl, serde, index_metadata, compression, keep_last
+        )
         if connect_url is not None:
             options: dict[str, Any] = {
                 "max_connections": max_connections,

@@ -1,0 +1,116 @@
+-- Bounded history (the savers' keep_last): after a put, only the newest N checkpoints of its
+-- namespace stay. Inlined where a script says `-- @include trim` (after keyschema and drop).
+--
+-- Delta channels (include/delta.lua): a checkpoint that stores no value of a DeltaChannel
+-- rebuilds it from its ancestors, back to the seed (the nearest one that stores a snapshot).
+-- So every checkpoint written with keep_last records, in its field "df", where each of its
+-- unsnapshotted delta channels starts: "<channel>=<seed id>,..." (both encoded; seed "?" when
+-- unknown, because the parent was written without keep_last). Nothing older than the oldest
+-- seed of a kept checkpoint is trimmed; an unknown seed stops trimming until that channel is
+-- snapshotted again (LangGraph snapshots every delta channel at least every 5,000 steps).
+
+-- Checkpoints (and parked blobs) removed per put at most: a long thread that keep_last is
+-- turned on for shrinks over its next puts, at a constant cost per put.
+local TRIM_STEP = 8
+
+-- The "df" field of a new checkpoint with parent `parent` ("" for none). `counters`: the
+-- canonical JSON of its metadata counters_since_delta_snapshot (nil when absent); `refs`: the
+-- blob refs it stores.
+local function delta_seeds(K, ns, parent, counters, refs)
+  if not counters or counters == "null" or parent == "" then return "" end
+  local ok, decoded = pcall(cjson.decode, counters)
+  if not ok or type(decoded) ~= "table" then return "" end
+  local open = {}
+  for name in pairs(decoded) do open[enc(tostring(name))] = true end
+  for _, ref in ipairs(refs) do open[ref_channel(ref)] = nil end  -- snapshotted here
+  if next(open) == nil then return "" end
+  local fields = redis.call("HMGET", K.checkpoint(ns, parent), "bv", "df")
+  if not fields[1] then return "" end  -- no parent record: nothing older is read
+  local at_parent = {}
+  for _, ref in ipairs(split_refs(fields[1])) do at_parent[ref_channel(ref)] = true end
+  local inherited = {}
+  for _, part in ipairs(split_refs(fields[2])) do
+    local eq = string.find(part, "=", 1, true)
+    inherited[string.sub(part, 1, eq - 1)] = string.sub(part, eq + 1)
+  end
+  local parts = {}
+  for channel in pairs(open) do
+    local seed
+    if at_parent[channel] then
+      seed = enc(parent)  -- the parent holds a snapshot
+    elseif inherited[channel] then
+      seed = inherited[channel]
+    elseif fields[2] then
+      seed = enc(parent)  -- no state before the parent: its writes are all there is
+    else
+      seed = "?"
+    end
+    parts[#parts + 1] = channel .. "=" .. seed
+  end
+  return table.concat(parts, ",")
+end
+
+-- The oldest checkpoint id that a "df" field needs: nil for none, "" when unknown (all).
+local function oldest_seed(df)
+  local oldest = nil
+  for _, part in ipairs(split_refs(df)) do
+    local seed = string.sub(part, string.find(part, "=", 1, true) + 1)
+    if seed == "?" then return "" end
+    seed = dec(seed)
+    if oldest == nil or seed < oldest then oldest = seed end
+  end
+  return oldest
+end
+
+-- Trim namespace `ns` to its newest `keep` checkpoints (ids sort by time), at most TRIM_STEP
+-- of them, oldest first, never past a seed a kept checkpoint needs. A trimmed checkpoint goes
+-- with its writes and index entries; its blobs go unless a kept checkpoint uses them. While
+-- more than `keep` remain (a long thread being shrunk), blobs no kept checkpoint uses are
+-- parked in the loose-blob set; once only the kept ones remain, up to TRIM_STEP parked ones
+-- are dropped per put.
+local function trim_history(K, ns, keep)
+  local index = K.index(ns)
+  local excess = redis.call("ZCARD", index) - keep
+  if excess <= 0 then return end
+  local floor, used = nil, {}
+  for _, id in ipairs(redis.call("ZRANGE", index, -keep, -1)) do
+    local fields = redis.call("HMGET", K.checkpoint(ns, id), "bv", "df")
+    for _, ref in ipairs(split_refs(fields[1])) do used[ref] = true end
+    local seed = oldest_seed(fields[2])
+    if seed and (floor == nil or seed < floor) then floor = seed end
+  end
+  local refs, trimmed = {}, 0
+  for _, id in ipairs(redis.call("ZRANGE", index, 0, math.min(excess, TRIM_STEP) - 1)) do
+    if floor and id >= floor then break end
+    drop_checkpoint(K, ns, id, refs)
+    trimmed = trimmed + 1
+  end
+  local loose = K.loose_blobs(ns)
+  if trimmed == excess then
+    for ref in pairs(refs) do
+      if not used[ref] then redis.call("UNLINK", K.blob(ns, ref)) end
+    end
+    for _, ref in ipairs(redis.call("SRANDMEMBER", loose, TRIM_STEP)) do
+      if not used[ref] then
+        redis.call("UNLINK", K.blob(ns, ref))
+        redis.call("SREM", loose, ref)
+      end
+    end
+  else
+    local parked = {}
+    for ref in pairs(refs) do
+      if not used[ref] then parked[#parked + 1] = ref end
+    end
+    if #parked > 0 then
+      -- the set lives as long as its longest-lived member (-1: one never expires)
+      local longest = 0
+      for _, ref in ipairs(parked) do
+        local left = redis.call("PTTL", K.blob(ns, ref))
+        if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+      end
+      local created = redis.call("EXISTS", loose) == 0
+      redis.call("SADD", loose, unpack(parked))
+      keep_alive(loose, longest == -1 and 0 or math.ceil(longest / 1000), created)
+    end
+  end
+end

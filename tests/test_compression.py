@@ -1,0 +1,173 @@
+"""Compression of stored values: zstd above a size, inside any encryption, readable whatever
+the reader's setting (mixed stores), and a clear error for a bad option or a corrupt value."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import zstandard
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv.compression import MIN_SIZE
+
+from .conftest import keys_of
+from .test_contract import cfg, make_checkpoint
+
+# real prose, not filler: the first paragraphs of the README
+PROSE = (Path(__file__).parent.parent / "README.md").read_text()[:6000]
+MESSAGES = [
+    HumanMessage(content=PROSE[:300], id="h1"),
+    AIMessage(content=PROSE[300:3000], id="a1"),
+    HumanMessage(content=PROSE[3000:3400], id="h2"),
+    AIMessage(content=PROSE[3400:6000], id="a2"),
+]
+
+
+def put_chat(saver: RedisSaver, thread: str) -> Any:
+    checkpoint = make_checkpoint(
+        {"messages": MESSAGES, "turn": 2, "tiny": "ok"}, {"messages": "1", "turn": "1", "tiny": "1"}
+    )
+    config = saver.put(cfg(thread), checkpoint, {"source": "loop", "step": 1}, {"messages": "1",
+                       "turn": "1", "tiny": "1"})
+    saver.put_writes(config, [("messages", MESSAGES), ("turn", 3)], "task-1")
+    return config
+
+
+def stored_values(client: redis.Redis, prefix: str) -> dict[str, bytes]:
+    """channel -> the stored blob ("<type>\\0<bytes>") of every blob key."""
+    out = {}
+    for key in keys_of(client, f"{prefix}:blob:*"):
+        channel = key.rsplit(":", 2)[1]
+        value = client.get(key)
+        assert value is not None
+        out[channel] = value
+    return out
+
+
+def written(client: redis.Redis, prefix: str) -> bytes:
+    (key,) = keys_of(client, f"{prefix}:w:*")
+    (record,) = [v for f, v in client.hgetall(key).items() if f.endswith(b":0")]
+    return record
+
+
+def test_large_values_are_stored_compressed_small_ones_as_they_are(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        put_chat(saver, "t")
+        blobs = stored_values(client, prefix)
+        raw = JsonPlusSerializer().dumps_typed(MESSAGES)[1]
+        type_, _, packed = blobs["messages"].partition(b"\0")
+        assert type_ == b"z:msgpack"
+        assert zstandard.ZstdDecompressor().decompress(packed) == raw
+        assert len(packed) < len(raw) / 2  # real prose: about 3x
+        assert blobs["tiny"] == b"msgpack\0" + JsonPlusSerializer().dumps_typed("ok")[1]
+        assert len(JsonPlusSerializer().dumps_typed("ok")[1]) < MIN_SIZE
+        assert b"z:msgpack\0" in written(client, prefix)  # pending writes too
+        (cp,) = keys_of(client, f"{prefix}:cp:*")
+        assert client.hget(cp, "ck").startswith(b"z:msgpack\0")  # type: ignore[union-attr]
+        loaded = saver.get_tuple(cfg("t"))
+        assert loaded is not None
+        assert loaded.checkpoint["channel_values"] == {"messages": MESSAGES, "turn": 2,
+                                                        "tiny": "ok"}
+        assert [w[1:] for w in loaded.pending_writes or []] == [("messages", MESSAGES),
+                                                                ("turn", 3)]
+
+
+def test_compression_off_stores_what_the_serializer_writes(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix, compression=False) as saver:
+        put_chat(saver, "t")
+        blobs = stored_values(client, prefix)
+        assert blobs["messages"] == b"msgpack\0" + JsonPlusSerializer().dumps_typed(MESSAGES)[1]
+        assert b"z:" not in written(client, prefix)
+
+
+@pytest.mark.parametrize(("writer", "reader"), [(False, True), (True, False), (9, 1)])
+def test_a_store_written_with_one_setting_reads_with_another(
+    server_url: str, prefix: str, writer: Any, reader: Any
+) -> None:
+    with RedisSaver(server_url, prefix=prefix, compression=writer) as saver:
+        put_chat(saver, "t")
+        before = saver.get_tuple(cfg("t"))
+    with RedisSaver(server_url, prefix=prefix, compression=reader) as saver:
+        after = saver.get_tuple(cfg("t"))
+        assert after is not None and before is not None
+        assert after.checkpoint == before.checkpoint
+        assert after.metadata == before.metadata
+        assert after.pending_writes == before.pending_writes
+        # a child written under the new setting shares the parent's stored blobs
+        child = make_checkpoint(before.checkpoint["channel_values"] | {"turn": 3},
+                                before.checkpoint["channel_versions"] | {"turn": "2"})
+        saver.put(after.config, child, {"source": "loop", "step": 2}, {"turn": "2"})
+        latest = saver.get_tuple(cfg("t"))
+        assert latest is not None
+        assert latest.checkpoint["channel_values"]["messages"] == MESSAGES
+
+
+def test_incompressible_values_are_stored_as_they_are(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    noise = os.urandom(4000)
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        checkpoint = make_checkpoint({"noise": noise}, {"noise": "1"})
+        saver.put(cfg("t"), checkpoint, {}, {"noise": "1"})
+        assert stored_values(client, prefix)["noise"] == b"bytes\0" + noise
+        loaded = saver.get_tuple(cfg("t"))
+        assert loaded is not None and loaded.checkpoint["channel_values"] == {"noise": noise}
+
+
+def test_with_encryption_values_are_compressed_before_they_are_encrypted(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    pytest.importorskip("Crypto")
+    key = b"0123456789abcdef0123456789abcdef"
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=key)
+    with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
+        put_chat(saver, "t")
+        type_, _, ciphertext = stored_values(client, prefix)["messages"].partition(b"\0")
+        assert type_ == b"z:msgpack+aes"
+        raw = JsonPlusSerializer().dumps_typed(MESSAGES)[1]
+        assert len(ciphertext) < len(raw) / 2  # ciphertext of the compressed plaintext
+        assert PROSE[:40].encode() not in ciphertext
+        loaded = saver.get_tuple(cfg("t"))
+        assert loaded is not None and loaded.checkpoint["channel_values"]["messages"] == MESSAGES
+    # LangGraph's own EncryptedSerializer, without this saver, decrypts to the zstd frame
+    plain = serde.cipher.decrypt("aes", ciphertext)
+    assert zstandard.ZstdDecompressor().decompress(plain) == raw
+
+
+async def test_the_async_saver_compresses_too(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    async with AsyncRedisSaver(server_url, prefix=prefix) as saver:
+        checkpoint = make_checkpoint({"messages": MESSAGES}, {"messages": "1"})
+        await saver.aput(cfg("t"), checkpoint, {}, {"messages": "1"})
+        assert stored_values(client, prefix)["messages"].startswith(b"z:msgpack\0")
+        loaded = await saver.aget_tuple(cfg("t"))
+        assert loaded is not None and loaded.checkpoint["channel_values"]["messages"] == MESSAGES
+
+
+@pytest.mark.parametrize("bad", [0, 23, -1, "zstd", 2.5])
+def test_a_bad_compression_option_is_refused(server_url: str, bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"invalid compression .*zstd level from 1 to 22"):
+        RedisSaver(server_url, compression=bad)
+
+
+def test_a_corrupt_compressed_value_names_the_problem(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        put_chat(saver, "t")
+        (key,) = [k for k in keys_of(client, f"{prefix}:blob:*") if ":messages:" in k]
+        client.set(key, b"z:msgpack\0not zstd at all")
+        with pytest.raises(ValueError, match="marked 'z:msgpack' is not valid zstd"):
+            saver.get_tuple(cfg("t"))
