@@ -177,3 +177,64 @@ async def test_async_saver_survives_killed_connections(private_server: PrivateSe
         assert state.values == {"profile": "likes tea", "messages": expected_messages(40)}
         assert await saver.acheck_invariants() == []
     admin.close()
+
+
+@pytest.fixture
+def not_redis() -> Any:
+    """A port on which a web server answers instead of Redis."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n<html>no</html>\r\n")
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"redis://:secret@127.0.0.1:{listener.getsockname()[1]}/0"
+    stop.set()
+    thread.join()
+    listener.close()
+
+
+def test_a_port_that_is_not_redis_is_named_in_the_error(not_redis: str) -> None:
+    with RedisSaver(not_redis, retries=0) as saver, pytest.raises(RedisUnavailableError) as err:
+        saver.get_tuple(cfg("t"))
+    port = not_redis.rsplit(":", 1)[1].split("/")[0]
+    assert str(err.value).startswith(
+        f"the server at redis://:***@127.0.0.1:{port}/0 does not answer in the Redis protocol"
+    )
+    assert "secret" not in str(err.value)
+
+
+async def test_a_port_that_is_not_redis_is_named_in_the_error_async(not_redis: str) -> None:
+    async with AsyncRedisSaver(not_redis, retries=0) as saver:
+        with pytest.raises(RedisUnavailableError, match="does not answer in the Redis protocol"):
+            await saver.aget_tuple(cfg("t"))
+
+
+async def test_a_sync_call_on_the_saver_loop_is_refused_without_a_stray_coroutine(
+    server_url: str,
+) -> None:
+    import asyncio
+    import gc
+    import warnings
+
+    async with AsyncRedisSaver(server_url, prefix=new_prefix()) as saver:
+        await saver.aget_tuple(cfg("t"))  # the saver's loop is this one now
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(asyncio.InvalidStateError, match="only allowed from a thread"):
+                saver.get_tuple(cfg("t"))
+            gc.collect()
+        assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
@@ -350,6 +351,11 @@ class AsyncRedisSaver(RedisSaverBase):
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
+        refused = (running is not None and running is self._loop) or (
+            self._loop is None or self._loop.is_closed()
+        )
+        if refused and inspect.iscoroutine(awaitable):
+            awaitable.close()  # never awaited: close it, or Python warns when it is collected
         if running is not None and running is self._loop:
             raise asyncio.InvalidStateError(
                 "synchronous calls to AsyncRedisSaver are only allowed from a thread other than "

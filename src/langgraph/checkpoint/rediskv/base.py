@@ -12,6 +12,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import InvalidResponse
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .compression import compression_level
@@ -137,10 +138,16 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         )
 
     def _unavailable(self, exc: Exception) -> RedisUnavailableError:
+        if isinstance(exc, InvalidResponse):
+            return RedisUnavailableError(
+                f"the server at {redact_url(self._url)} does not answer in the Redis protocol "
+                f"({exc}): is that the port of a Redis or Valkey server?"
+            )
         return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")
 
 
-UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
+# InvalidResponse: something other than Redis answers (a web server on the port, say)
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, InvalidResponse)
 
 
 def _describe_client(client: Any) -> str:
