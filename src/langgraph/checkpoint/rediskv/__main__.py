@@ -7,7 +7,8 @@ for a command line argparse refuses, also in one line).
 
 Subcommands: ``demo`` (:mod:`.demo`), and the inspection and maintenance commands
 ``threads``, ``history``, ``show`` (:mod:`.cli.threads`), ``delete``, ``prune``, ``copy``,
-``reindex`` (:mod:`.cli.maintenance`), ``stats`` and ``doctor`` (:mod:`.cli.inspect`); each
+``reindex`` (:mod:`.cli.maintenance`), ``stats`` and ``doctor`` (:mod:`.cli.inspect`),
+``migrate`` (:mod:`.cli.migrate`); each
 takes ``--json`` for machine output.
 """
 
@@ -94,6 +95,7 @@ CLI_MODULES = {
     "reindex": "maintenance",
     "stats": "inspect",
     "doctor": "inspect",
+    "migrate": "migrate",
 }
 
 
@@ -229,6 +231,40 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         "the saver's scripts are loaded, metadata indexes still building, and every thread's "
         "keys against its indexes. A check the user may not run (INFO or CONFIG refused) is "
         "'unknown'. Exit code 2 when a check fails, 3 when none fails but one is unknown.",
+    )
+    migrate = add(
+        "migrate",
+        "copy threads from another checkpointer (Postgres, SQLite, Redis savers ...)",
+        "Copy every thread (or --threads) of SOURCE into the prefix: each checkpoint with its "
+        "parent, metadata, values and pending writes, every namespace, ids kept. Threads "
+        "present in the target already are skipped, so a run can be repeated or resumed; then "
+        "both sides are read back and compared. Exit code 2 when a thread conflicts, fails or "
+        "differs. SOURCE: postgresql://..., sqlite:///relative.db or sqlite:////absolute.db, "
+        "langgraph-redis+redis://HOST:PORT/DB (langgraph-checkpoint-redis), "
+        "plainredis+redis://HOST:PORT/DB?prefix=lg, aws-valkey+redis://HOST:PORT/DB "
+        "(langgraph-checkpoint-aws ValkeySaver), python:module:factory (any other saver).",
+    )
+    migrate.add_argument(
+        "--from", dest="source", required=True, metavar="SOURCE", help="the saver to copy from"
+    )
+    migrate.add_argument(
+        "--threads",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="THREAD",
+        help="only these thread ids (default: every thread of the source)",
+    )
+    migrate.add_argument(
+        "--dry-run", action="store_true", help="report what would be copied; write nothing"
+    )
+    migrate.add_argument(
+        "--no-verify", action="store_true", help="skip reading the threads back to compare"
+    )
+    migrate.add_argument(
+        "--recopy",
+        action="store_true",
+        help="copy threads present in the target again too (checkpoints replaced by id)",
     )
 
 

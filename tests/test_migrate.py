@@ -1,0 +1,439 @@
+"""``rediskv migrate`` and :mod:`langgraph.checkpoint.rediskv.migrate` against the real sources.
+
+Each preset gets threads written by a real graph (tests/migrate_sources/graph.py: a subgraph
+namespace, an interrupt that leaves pending writes in both namespaces, a resumed run), then:
+a dry run writes nothing; the migration copies and verifies every thread; the copy holds the
+exact state, history and pending writes (and an interrupted thread resumes on it); a second
+run, and a run with --recopy, change nothing in the target.
+
+Sources: the official langgraph-checkpoint-redis on a Redis Stack this session starts
+(../shared/tools/redis-stack-server), langgraph-checkpoint-plainredis under a unique prefix of
+the server under test, langgraph-checkpoint-aws's ValkeySaver on a private server (it writes
+unprefixed keys), Postgres (the server on 127.0.0.1:5432, or a cluster the session starts
+with the PostgreSQL 15 binaries when nothing listens there; a database per test, dropped
+afterwards) and SQLite (a file per test).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, Interrupt
+
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.__main__ import main
+from langgraph.checkpoint.rediskv.migrate import migrate, open_source, verify_thread
+
+from .conftest import RUN_ID, PrivateServer, _free_port, data_keys, new_prefix, snapshot
+from .migrate_sources.graph import (
+    FINISHED_COUNTS,
+    FINISHED_LOG,
+    INTERRUPTED_COUNTS,
+    INTERRUPTED_LOG,
+    build,
+    write_threads,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+# pending writes of the three threads of write_threads (root and subgraph checkpoints)
+WRITES = 44
+CHECKPOINTS = 2 * sum(FINISHED_COUNTS) + sum(INTERRUPTED_COUNTS)  # 22
+_databases = itertools.count()
+
+
+# -- the sources' servers ------------------------------------------------------------------
+
+
+def _stack_script() -> Path:
+    for candidate in (
+        os.environ.get("REDIS_STACK_SERVER"),
+        REPO.parent / "shared" / "tools" / "redis-stack-server",
+        "/work/shared/tools/redis-stack-server",
+    ):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    raise RuntimeError("redis-stack-server not found: set $REDIS_STACK_SERVER to the script")
+
+
+@pytest.fixture(scope="session")
+def stack_url() -> Iterator[str]:
+    """A Redis Stack 7.4 (RedisJSON, RediSearch) this session starts, on a free port."""
+    script, port = _stack_script(), _free_port()
+    done = subprocess.run(
+        [str(script), str(port)],
+        env={**os.environ, "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"redis-stack-server failed: {done.stderr.strip()[-500:]}")
+    yield done.stdout.strip().splitlines()[-1]
+    subprocess.run([str(script), "--stop", str(port)], timeout=60, check=False)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class _OwnPostgres:
+    """A PostgreSQL 15 cluster in a temporary directory (trust auth, user postgres), run as
+    the postgres user when the tests run as root (initdb refuses root)."""
+
+    def __init__(self) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="rediskv-pg-"))
+        self.port = _free_port()
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            shutil.chown(self.directory, "postgres", "postgres")
+
+    def _run(self, *args: str) -> None:
+        command = ["runuser", "-u", "postgres", "--", *args] if self.as_root else list(args)
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+    def start(self) -> str:
+        data = self.directory / "data"
+        self._run(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres",
+                  "--auth=trust", "-E", "UTF8", "--no-sync")  # fmt: skip
+        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-w",
+                  "-l", str(self.directory / "log"), "start")  # fmt: skip
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def stop(self) -> None:
+        with contextlib.suppress(subprocess.SubprocessError):
+            self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.directory / "data"),
+                      "-m", "immediate", "-w", "stop")  # fmt: skip
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    """The PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres), or a cluster of our own
+    when nothing listens there (or $REDISKV_TEST_OWN_POSTGRES is set)."""
+    if _listening(5432) and not os.environ.get("REDISKV_TEST_OWN_POSTGRES"):
+        yield "postgresql://postgres@127.0.0.1:5432/postgres"
+        return
+    cluster = _OwnPostgres()
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str) -> Iterator[str]:
+    """A database of its own, dropped afterwards."""
+    import psycopg
+
+    name = f"rediskv_migrate_{RUN_ID}_{next(_databases)}"
+    with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# -- running and checking ------------------------------------------------------------------
+
+
+def run_cli(*argv: str) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(list(argv))
+    return code, json.loads(out.getvalue())
+
+
+def migrate_cli(server_url: str, prefix: str, source: str, *extra: str) -> tuple[int, Any]:
+    return run_cli("--url", server_url, "--prefix", prefix, "migrate", "--from", source,
+                   "--json", *extra)  # fmt: skip
+
+
+def _config(thread_id: str, ns: str = "", checkpoint_id: str | None = None) -> Any:
+    configurable = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def check_copy(target: RedisSaver, logs: dict[str, list[str]], *, task_paths: bool) -> None:
+    """The target holds each thread exactly: its final state, the checkpoints of both
+    namespaces with their parent chain, the pending writes of the interrupted thread; and
+    the interrupted thread (a copy of it) resumes to the end on the target."""
+    for thread_id, log in logs.items():
+        finished = log == FINISHED_LOG
+        latest = target.get_tuple(_config(thread_id))
+        assert latest is not None
+        # the state a graph reads: the checkpoint's values with its pending writes applied
+        assert build(target).get_state(_config(thread_id)).values == {"log": log}
+        stored = log if finished else ["start", "first"]  # "side" is a pending write
+        assert latest.checkpoint["channel_values"]["log"] == stored
+        by_ns: dict[str, list[Any]] = {}
+        for item in target.list({"configurable": {"thread_id": thread_id}}):
+            by_ns.setdefault(item.config["configurable"]["checkpoint_ns"], []).append(item)
+        assert sorted(by_ns) == ["", *[ns for ns in by_ns if ns.startswith("child:")]]
+        assert len(by_ns) == 2
+        (child_ns,) = [ns for ns in by_ns if ns]
+        counts = FINISHED_COUNTS if finished else INTERRUPTED_COUNTS
+        assert (len(by_ns[""]), len(by_ns[child_ns])) == counts
+        for items in by_ns.values():  # newest first, each the child of the next
+            for newer, older in itertools.pairwise(items):
+                assert newer.parent_config == older.config
+            assert items[-1].parent_config is None
+        assert by_ns[""][-1].metadata["source"] == "input"
+        assert [i.metadata["step"] for i in by_ns[""]] == (
+            [2, 1, 0, -1] if finished else [1, 0, -1]
+        )
+        if finished:
+            assert latest.pending_writes == []
+            continue
+        writes = [(channel, value) for _, channel, value in latest.pending_writes]
+        if not task_paths:  # ordered by task id then: random
+            writes.sort(key=lambda w: w[0])
+        assert writes[1] == ("log", ["side"])
+        assert writes[0][0] == "__interrupt__"
+        (pending,) = writes[0][1]
+        assert isinstance(pending, Interrupt)
+        assert pending.value == "continue?"
+        child = target.get_tuple(_config(thread_id, child_ns))
+        assert child is not None
+        assert child.checkpoint["channel_values"]["log"] == ["start", "first", "inner"]
+        assert [w[1] for w in child.pending_writes] == ["__interrupt__"]
+        # the copy resumes: the pending writes and the subgraph's checkpoints are usable
+        resumed = f"{thread_id}-resumed"
+        target.copy_thread(thread_id, resumed)
+        state = build(target).invoke(Command(resume="yes"), _config(resumed))
+        assert state == {"log": FINISHED_LOG}
+        target.delete_thread(resumed)
+
+
+def check_preset(
+    server_url: str,
+    source_url: str,
+    logs: dict[str, list[str]],
+    *,
+    task_paths: bool,
+) -> None:
+    """Dry run, migration, the copy, a second run and a recopy, for one source."""
+    client = redis.Redis.from_url(server_url)
+    prefix = new_prefix()
+    try:
+        code, dry = migrate_cli(server_url, prefix, source_url, "--dry-run")
+        assert code == 0, dry
+        assert (dry["threads"], dry["to_copy"], dry["copied"], dry["present"]) == (3, 3, 0, 0)
+        assert (dry["checkpoints"], dry["writes"], dry["dry_run"]) == (CHECKPOINTS, WRITES, True)
+        assert data_keys(client, prefix) == []
+
+        code, done = migrate_cli(server_url, prefix, source_url)
+        assert code == 0, [d["problems"] for d in done["details"]]
+        assert (done["threads"], done["copied"], done["verified"], done["ok"]) == (3, 3, 3, True)
+        assert (done["checkpoints"], done["writes"]) == (CHECKPOINTS, WRITES)
+        assert sorted(d["thread_id"] for d in done["details"]) == sorted(logs)
+        assert all(d["problems"] == [] and d["namespaces"] == 2 for d in done["details"])
+
+        with RedisSaver(server_url, prefix=prefix) as target:
+            check_copy(target, logs, task_paths=task_paths)
+            with open_source(source_url) as source:
+                assert source.thread_ids() == sorted(logs)
+                for thread_id in logs:
+                    assert verify_thread(source, target, thread_id) == []
+
+        before = snapshot(client, f"{prefix}:*")
+        code, again = migrate_cli(server_url, prefix, source_url)
+        assert code == 0, again
+        assert (again["present"], again["copied"], again["verified"]) == (3, 0, 3)
+        assert snapshot(client, f"{prefix}:*") == before
+
+        code, recopy = migrate_cli(server_url, prefix, source_url, "--recopy")
+        assert code == 0, recopy
+        assert (recopy["copied"], recopy["verified"], recopy["checkpoints"]) == (3, 3, CHECKPOINTS)
+        assert snapshot(client, f"{prefix}:*") == before
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.unlink(*keys)
+        client.close()
+
+
+# -- the presets ---------------------------------------------------------------------------
+
+
+def test_postgres(server_url: str, postgres_url: str) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(postgres_url) as saver:
+        saver.setup()
+        logs = write_threads(saver, f"pg-{RUN_ID}")
+    check_preset(server_url, postgres_url, logs, task_paths=True)
+
+
+def test_sqlite(server_url: str, tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "checkpoints.db"
+    with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        logs = write_threads(SqliteSaver(conn), f"sqlite-{RUN_ID}")
+    check_preset(server_url, f"sqlite:///{path}", logs, task_paths=True)
+
+
+def test_langgraph_redis(server_url: str, stack_url: str) -> None:
+    from langgraph.checkpoint.redis import RedisSaver as OfficialSaver
+
+    with OfficialSaver.from_conn_string(stack_url) as saver:
+        saver.setup()
+        logs = write_threads(saver, f"official-{RUN_ID}")
+    check_preset(server_url, f"langgraph-redis+{stack_url}", logs, task_paths=True)
+
+
+def test_plainredis(server_url: str) -> None:
+    from langgraph_checkpoint_plainredis import RedisSaver as PlainSaver
+
+    source_prefix = new_prefix()
+    saver = PlainSaver(url=server_url, prefix=source_prefix)
+    try:
+        logs = write_threads(saver, f"plain-{RUN_ID}")
+    finally:
+        saver.client.close()
+    source = f"plainredis+{server_url}?prefix={source_prefix}"
+    check_preset(server_url, source, logs, task_paths=False)
+
+
+@pytest.fixture(scope="module")
+def valkey_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateServer]:
+    """ValkeySaver writes unprefixed keys: its threads live on a server of their own."""
+    server = PrivateServer(tmp_path_factory.mktemp("valkey-source")).start()
+    yield server
+    server.stop()
+
+
+def test_aws_valkey(server_url: str, valkey_source: PrivateServer) -> None:
+    from langgraph_checkpoint_aws.checkpoint.valkey import ValkeySaver
+
+    with ValkeySaver.from_conn_string(valkey_source.url) as saver:
+        logs = write_threads(saver, f"valkey-{RUN_ID}")
+    check_preset(server_url, f"aws-valkey+{valkey_source.url}", logs, task_paths=False)
+
+
+# -- resuming, subsets, conflicts, errors --------------------------------------------------
+
+
+def test_threads_subset(server_url: str, prefix: str) -> None:
+    source = InMemorySaver()
+    logs = write_threads(source, "subset")
+    with RedisSaver(server_url, prefix=prefix) as target:
+        report = migrate(source, target, threads=["subset-open", "subset-open", "no-such"])
+        assert [(t.thread_id, t.status) for t in report.threads] == [
+            ("subset-open", "copied"),
+            ("no-such", "failed"),
+        ]
+        assert report.threads[1].problems == ["no checkpoints in the source"]
+        assert not report.ok
+        assert {t.config["configurable"]["thread_id"] for t in target.list(None)} == {"subset-open"}
+        check_copy(target, {"subset-open": logs["subset-open"]}, task_paths=True)
+
+
+def test_interrupted_migration_resumes_without_duplicates(server_url: str, prefix: str) -> None:
+    source = InMemorySaver()
+    logs = write_threads(source, "resume")
+    copied = 0
+
+    def crash_after_five() -> None:
+        nonlocal copied
+        copied += 1
+        if copied == 5:
+            raise ConnectionError("lost the connection")
+
+    with RedisSaver(server_url, prefix=prefix) as target:
+        first = migrate(source, target, on_checkpoint=crash_after_five)
+        # threads go in sorted order: resume-also crashed after 4 root checkpoints and 1 of
+        # its subgraph
+        assert [(t.thread_id, t.status) for t in first.threads] == [
+            ("resume-also", "failed"),
+            ("resume-done", "copied"),
+            ("resume-open", "copied"),
+        ]
+        assert first.threads[0].problems == ["ConnectionError: lost the connection"]
+        partial = list(target.list({"configurable": {"thread_id": "resume-also"}}))
+        assert len(partial) == 5
+
+        second = migrate(source, target)
+        assert [(t.status, t.verified) for t in second.threads] == [
+            ("copied", True),
+            ("present", True),
+            ("present", True),
+        ]
+        assert second.ok and second.checkpoints == CHECKPOINTS
+        assert len(list(target.list({"configurable": {"thread_id": "resume-also"}}))) == sum(
+            FINISHED_COUNTS
+        )
+        check_copy(target, logs, task_paths=True)
+
+
+def test_python_factory_source(server_url: str, prefix: str) -> None:
+    code, done = migrate_cli(
+        server_url, prefix, "python:tests.migrate_sources.graph:memory_saver", "--threads",
+        "factory-open",
+    )  # fmt: skip
+    assert code == 0, done
+    assert (done["threads"], done["copied"], done["verified"]) == (1, 1, 1)
+    assert done["details"][0]["checkpoints"] == sum(INTERRUPTED_COUNTS)
+    with RedisSaver(server_url, prefix=prefix) as target:
+        check_copy(target, {"factory-open": INTERRUPTED_LOG}, task_paths=True)
+
+
+def test_conflict_is_left_alone(server_url: str, prefix: str) -> None:
+    source = InMemorySaver()
+    write_threads(source, "conflict")
+    with RedisSaver(server_url, prefix=prefix) as target:
+        assert migrate(source, target).ok
+        # the application goes on in the target
+        build(target).invoke(Command(resume="later"), _config("conflict-open"))
+        before = snapshot(target.client, f"{prefix}:*")
+    with RedisSaver(server_url, prefix=prefix) as target:
+        report = migrate(source, target)
+        statuses = {t.thread_id: t.status for t in report.threads}
+        assert statuses == {
+            "conflict-also": "present",
+            "conflict-done": "present",
+            "conflict-open": "conflict",
+        }
+        assert not report.ok
+        assert report.threads[2].problems[0].startswith("the target has 2 checkpoint(s)")
+        assert snapshot(target.client, f"{prefix}:conflict*") == {
+            k: v for k, v in before.items() if k.startswith(f"{prefix}:conflict".encode())
+        }
+
+
+def test_cli_errors(server_url: str, prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--url", server_url, "--prefix", prefix, "migrate", "--from", "mysql://x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rediskv: error: unknown source 'mysql://x': use one of postgresql://")
+    assert main(["--url", server_url, "migrate", "--from", "sqlite:///nowhere/x.db"]) == 1
+    assert "unable to open database file" in capsys.readouterr().err
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--url", server_url, "migrate"])
+    assert exit_info.value.code == 2 and time.monotonic() - started < 5
+    assert "--from" in capsys.readouterr().err
