@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -430,6 +432,8 @@ class _FactorySource(Source):
         module_name, _, attr = spec.partition(":")
         if not module_name or not attr:
             raise ValueError(f"invalid source {spec!r}: use python:package.module:factory")
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` would: modules of the directory
         made = getattr(importlib.import_module(module_name), attr)()
         if isinstance(made, contextlib.AbstractContextManager):
             made = stack.enter_context(made)
