@@ -12,6 +12,8 @@
   ARGV[4..7]  the cursor ("0", "0", "", "" to start; see include/walk.lua, whose rc is the
            SSCAN cursor of the runs set for "runs")
   ARGV[8]  budget: stop after about this many keys examined
+  or ARGV[3] "ttl", then keys of the thread (ARGV[4..]): the reply is their PTTLs, in order
+  (for keys no index leads to: with an expiry they go by themselves)
 
   Reply: { {problem, key, ...}, {reachable key, ...}, cursor | nil } where a problem is one of
     "namespace without index", "index entry without checkpoint",
@@ -23,6 +25,12 @@
 ]]
 -- @include keyschema
 -- @include walk
+
+if ARGV[3] == "ttl" then
+  local left = {}
+  for i = 4, #ARGV do left[#left + 1] = redis.call("PTTL", ARGV[i]) end
+  return left
+end
 
 local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)

@@ -68,8 +68,18 @@ while i <= #ARGV do
   if kind == "b" then
     local ref = ARGV[i + 2]
     local key = K.blob(ns, ref)
-    redis.call("SET", key, ARGV[i + 3])
-    expire(key, ttl)
+    -- the target may have this blob already, shared with its own checkpoints: its expiry
+    -- only grows (KEEPTTL, then keep_alive); without a ttl it stops expiring
+    local left = redis.call("PTTL", key)
+    redis.call("SET", key, ARGV[i + 3], "KEEPTTL")
+    keep_alive(key, ttl, left == -2, left)
+    if ttl > 0 and (left == -1 or left > ttl * 1000) then
+      -- it outlives the copied checkpoints that use it: loose, so that a delete finds it
+      local lb = K.loose_blobs(ns)
+      local lb_created = redis.call("EXISTS", lb) == 0
+      redis.call("SADD", lb, ref)
+      keep_alive(lb, left == -1 and 0 or math.ceil(left / 1000), lb_created)
+    end
     i = i + 4
   else
     local id, count = ARGV[i + 2], tonumber(ARGV[i + 3])
@@ -89,12 +99,23 @@ while i <= #ARGV do
             for _, ref in ipairs(split_refs(ARGV[i + 5 + 2 * j])) do new_refs[ref] = true end
           end
         end
+        -- the set lives as long as its longest-lived member (-1: one never expires)
         local lb = K.loose_blobs(ns)
         local lb_created = redis.call("EXISTS", lb) == 0
+        local longest, added = 0, 0
         for _, ref in ipairs(split_refs(old[2])) do
-          if not new_refs[ref] then redis.call("SADD", lb, ref) end
+          if not new_refs[ref] then
+            local left = redis.call("PTTL", K.blob(ns, ref))
+            if left ~= -2 then
+              redis.call("SADD", lb, ref)
+              added = added + 1
+              if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+            end
+          end
         end
-        keep_alive(lb, ttl, lb_created)
+        if added > 0 then  -- (nothing added: the set keeps the expiry it has)
+          keep_alive(lb, longest == -1 and 0 or math.ceil(longest / 1000), lb_created)
+        end
       end
     end
     redis.call("DEL", key)

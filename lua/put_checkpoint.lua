@@ -88,7 +88,16 @@ if old[3] then
     end
   end
 end
+-- A blob sent with this call may exist already (a record put again with the same version):
+-- it keeps its expiry if that is longer, as it may be shared with longer-lived checkpoints.
+local sent_left = {}
 if ttl > 0 then
+  for j = 0, nblobs - 1 do
+    local ref = ARGV[blob_first + 2 * j]
+    local left = redis.call("PTTL", K.blob(ns, ref))
+    sent_left[ref] = left
+    if left == -1 or left > ttl * 1000 then loose(ref, left) end
+  end
   for ref, left in pairs(left_of) do
     if left == -1 or left > ttl * 1000 then loose(ref, left) end
   end
@@ -172,10 +181,22 @@ for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand value
   redis.call("HSET", cp, unpack(fields, first, math.min(first + 3999, #fields)))
 end
 expire(cp, ttl)
+if ttl > 0 then
+  -- its pending writes (kept when a record is put again, or stored before it) expire with
+  -- it: they belong to this checkpoint alone, and must not outlive it
+  local writes = K.writes(ns, id)
+  local left = redis.call("PTTL", writes)
+  if left == -1 or left > ttl * 1000 then redis.call("EXPIRE", writes, ttl) end
+end
 for j = 0, nblobs - 1 do
-  local blob = K.blob(ns, ARGV[blob_first + 2 * j])
-  redis.call("SET", blob, ARGV[blob_first + 2 * j + 1])
-  expire(blob, ttl)
+  local ref = ARGV[blob_first + 2 * j]
+  local blob = K.blob(ns, ref)
+  if ttl > 0 then
+    redis.call("SET", blob, ARGV[blob_first + 2 * j + 1], "KEEPTTL")
+    keep_alive(blob, ttl, sent_left[ref] == -2, sent_left[ref])
+  else
+    redis.call("SET", blob, ARGV[blob_first + 2 * j + 1])  -- without KEEPTTL: no expiry
+  end
 end
 -- Every blob the checkpoint references lives at least as long as it: with a ttl, a channel
 -- that has not changed for longer than the ttl survives while the thread is in use; without

@@ -20,7 +20,8 @@
 
   With a ttl, the checkpoint the writes belong to is renewed with them (its hash, its blobs,
   the indexes): a superstep that runs longer than the ttl must not find the state it started
-  from expired when it stores the next checkpoint.
+  from expired when it stores the next checkpoint. Without one, a checkpoint written with a
+  ttl stops expiring too, as its writes never do.
 ]]
 -- @include keyschema
 
@@ -51,18 +52,13 @@ redis.call("SADD", KEYS[1], ns)
 keep_alive(KEYS[3], ttl, writes_created)
 keep_alive(KEYS[2], ttl, index_created)
 keep_alive(KEYS[1], ttl, root_created)
-if ttl > 0 then
-  local cp = K.checkpoint(ns, id)
-  local bv = redis.call("HGET", cp, "bv")
-  if bv then
-    keep_alive(cp, ttl, false)
-    keep_alive(K.index(ns), ttl, false)
-    for _, ref in ipairs(split_refs(bv)) do
-      local blob = K.blob(ns, ref)
-      local left = redis.call("PTTL", blob)
-      if left ~= -2 then keep_alive(blob, ttl, false, left) end
-    end
-  end
+-- The checkpoint lives at least as long as its writes: with a ttl it is renewed with them;
+-- without one (the writes never expire) it stops expiring too, with what it needs.
+local cp = K.checkpoint(ns, id)
+local cp_left = redis.call("PTTL", cp)
+if cp_left ~= -2 and (ttl > 0 or cp_left ~= -1) then
+  local fields = redis.call("HMGET", cp, "bv", "r", "ix")
+  keep_checkpoint_alive(K, ns, id, ttl, fields[1], fields[2], fields[3], cp_left)
 end
 -- drop writes index entries whose writes have expired, a couple per call (constant cost;
 -- one without a ttl, as entries die by expiry)

@@ -3,6 +3,7 @@ the reader's setting (mixed stores), and a clear error for a bad option or a cor
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,38 @@ def test_a_corrupt_compressed_value_names_the_problem(
         client.set(key, b"z:msgpack\0not zstd at all")
         with pytest.raises(ValueError, match="marked 'z:msgpack' is not valid zstd"):
             saver.get_tuple(cfg("t"))
+
+
+class TypedJson:
+    """A serializer whose type strings are its own choice."""
+
+    def __init__(self, type_: str) -> None:
+        self.type_ = type_
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return self.type_, json.dumps(obj).encode()
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        type_, payload = data
+        assert type_ == self.type_, f"got type {type_!r}"
+        return json.loads(payload)
+
+
+@pytest.mark.parametrize(
+    ("type_", "value"),
+    [
+        ("z:json", "small"),  # stored as it is, with a type that looks like the mark
+        ("z:json", "x" * 1000),  # compressed
+        ("u:json", "small"),  # looks like the escape
+        ("json+gzip", "x" * 1000),  # a "+" that is not a cipher's
+    ],
+)
+def test_a_serializer_type_that_looks_like_a_mark_reads_back(
+    server_url: str, prefix: str, type_: str, value: str
+) -> None:
+    # Found by review: "z:json" was taken for compressed, "z:json+gzip" never decompressed.
+    with RedisSaver(server_url, prefix=prefix, serde=TypedJson(type_)) as saver:
+        checkpoint = make_checkpoint({"a": value}, {"a": "1"})
+        config = saver.put(cfg("t"), checkpoint, {}, {"a": "1"})
+        got = saver.get_tuple(config)
+        assert got is not None and got.checkpoint["channel_values"] == {"a": value}

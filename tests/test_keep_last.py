@@ -3,11 +3,16 @@ their writes and the blobs only they used; delta chains a kept checkpoint needs 
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Annotated, Any, TypedDict, cast
 
 import pytest
 import redis
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import _messages_delta_reducer
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
@@ -172,18 +177,136 @@ def test_delta_channels_rebuild_exactly_with_keep_last_1(
     reference = chat_graph(InMemorySaver(), snapshot_frequency)
     with RedisSaver(server_url, prefix=prefix, keep_last=1) as saver:
         graph = chat_graph(saver, snapshot_frequency)
-        sizes = []
+        schema = KeySchema(prefix)
+        stored = []
         for turn in range(40):
             live = graph.invoke(human(turn), thread("t"))
             assert live == reference.invoke(human(turn), thread("t"))
-            sizes.append(len(list(saver.list(cfg("t")))))
-            # a brand-new saver rebuilds the same state from what is kept
+            stored.append(len(keys_of(client, f"{prefix}:cp:{schema.tag('t')}:*")))
+            # a brand-new saver rebuilds the same states from what is kept: the newest, and
+            # older ones kept for its delta chain that hold their own (the others are hidden)
+            history = reference.get_state_history(thread("t"))
+            expected = {s.metadata["step"]: s.values for s in history}
             with RedisSaver(server_url, prefix=prefix) as fresh:
-                assert chat_graph(fresh, snapshot_frequency).get_state(thread("t")).values == live
+                fresh_graph = chat_graph(fresh, snapshot_frequency)
+                assert fresh_graph.get_state(thread("t")).values == live
+                listed = {s.metadata["step"]: s.values
+                          for s in fresh_graph.get_state_history(thread("t"))}
+            assert max(listed) == max(expected)
+            assert listed == {step: expected[step] for step in listed}
         # what stays is the latest checkpoint and the chain back to its seed: bounded by the
         # snapshot frequency (3 checkpoints per turn), not by the length of the conversation
-        assert max(sizes[10:]) <= 3 * snapshot_frequency + 3
-        assert min(sizes) >= 1
-        schema = KeySchema(prefix)
-        assert len(keys_of(client, f"{prefix}:cp:{schema.tag('t')}:*")) == sizes[-1]
+        assert max(stored[10:]) <= 3 * snapshot_frequency + 3
         assert saver.check_invariants() == []
+
+
+# -- delta channels in combination (found by review) ---------------------------------------
+def two_delta_graph(saver: Any, fa: int, fb: int) -> Any:
+    """Two DeltaChannels snapshotted at different steps; b is written every other turn."""
+
+    def add(a: Any, b: Any) -> Any:
+        return (a or []) + [x for w in b for x in w]
+
+    a_channel: DeltaChannel[Any] = DeltaChannel(cast(Any, add), snapshot_frequency=fa)
+    b_channel: DeltaChannel[Any] = DeltaChannel(cast(Any, add), snapshot_frequency=fb)
+    State = TypedDict(  # noqa: UP013
+        "State", {"a": Annotated[list, a_channel], "b": Annotated[list, b_channel], "turn": int}
+    )
+
+    def one(s: Any) -> dict[str, Any]:
+        out = {"a": [f"a{s['turn']}"]}
+        if s["turn"] % 2 == 0:
+            out["b"] = [f"b{s['turn']}"]
+        return out
+
+    def two(s: Any) -> dict[str, Any]:
+        return {"a": [f"a2-{s['turn']}"]} if s["turn"] % 3 == 0 else {"b": [f"b2-{s['turn']}"]}
+
+    builder: Any = StateGraph(State)
+    builder.add_node("one", one)
+    builder.add_node("two", two)
+    builder.add_edge(START, "one")
+    builder.add_edge("one", "two")
+    builder.add_edge("two", END)
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("keep", [1, 2, 3])
+@pytest.mark.parametrize(("fa", "fb"), [(2, 3), (3, 5), (1, 4)])
+def test_staggered_delta_snapshots_list_only_exact_states(
+    server_url: str, prefix: str, keep: int, fa: int, fb: int
+) -> None:
+    """A checkpoint kept for the delta chain of newer ones may need seeds that go: it is
+    hidden once it leaves the window. Everything listed reads back as InMemorySaver has it."""
+    reference = two_delta_graph(InMemorySaver(), fa, fb)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    with RedisSaver(server_url, prefix=prefix, keep_last=keep) as saver:
+        graph = two_delta_graph(saver, fa, fb)
+        for turn in range(25):
+            assert graph.invoke({"turn": turn}, config) == reference.invoke({"turn": turn}, config)
+            expected = {s.metadata["step"]: s.values for s in reference.get_state_history(config)}
+            with RedisSaver(server_url, prefix=prefix) as fresh:
+                listed = list(two_delta_graph(fresh, fa, fb).get_state_history(config))
+            assert [s.metadata["step"] for s in listed[:keep]] == sorted(expected)[::-1][:keep]
+            assert {s.metadata["step"]: s.values for s in listed} == {
+                s.metadata["step"]: expected[s.metadata["step"]] for s in listed
+            }
+        assert len(listed) <= keep + 6  # bounded: hidden ones are trimmed with the chain
+        assert saver.check_invariants() == []
+
+
+def test_a_delta_channel_never_written_does_not_stop_the_trimming(
+    server_url: str, prefix: str
+) -> None:
+    """LangGraph lists an unwritten DeltaChannel as unsnapshotted at every checkpoint and never
+    snapshots it: it needs no ancestor, and the history stays bounded."""
+    messages: DeltaChannel[Any] = DeltaChannel(
+        cast(Any, _messages_delta_reducer), snapshot_frequency=2
+    )
+    notes: DeltaChannel[Any] = DeltaChannel(cast(Any, operator.add), snapshot_frequency=2)
+    State = TypedDict(  # noqa: UP013
+        "State",
+        {"messages": Annotated[list[AnyMessage], messages], "notes": Annotated[list, notes]},
+    )
+
+    def bot(state: Any) -> dict[str, Any]:
+        last = state["messages"][-1]
+        return {"messages": [AIMessage(content=f"re: {last.content}", id=f"ai-{last.id}")]}
+
+    builder: Any = StateGraph(State)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    builder.add_edge("bot", END)
+    reference = builder.compile(checkpointer=InMemorySaver())
+    with RedisSaver(server_url, prefix=prefix, keep_last=1) as saver:
+        graph = builder.compile(checkpointer=saver)
+        for turn in range(20):
+            assert graph.invoke(human(turn), thread("t")) == reference.invoke(
+                human(turn), thread("t")
+            )
+        assert len(list(saver.list(cfg("t")))) == 1
+        assert len(saver._core.keys.tag("t")) > 0
+        assert saver.check_invariants() == []
+
+
+@pytest.mark.parametrize("keep", [6, 8])
+def test_turned_on_for_a_thread_with_delta_history_the_window_stays_exact(
+    server_url: str, prefix: str, keep: int
+) -> None:
+    """Checkpoints written without keep_last have no delta seeds recorded: they count as
+    unknown, and nothing they may need is trimmed."""
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        graph = chat_graph(plain, 2)
+        for turn in range(5):
+            graph.invoke(human(turn), thread("t"))
+        before = {s.config["configurable"]["checkpoint_id"]: s.values
+                  for s in graph.get_state_history(thread("t"))}
+    with RedisSaver(server_url, prefix=prefix, keep_last=keep) as shallow:
+        chat_graph(shallow, 2).invoke(human(5), thread("t"))
+    with RedisSaver(server_url, prefix=prefix) as fresh:
+        after = {s.config["configurable"]["checkpoint_id"]: s.values
+                 for s in chat_graph(fresh, 2).get_state_history(thread("t"))}
+        old = [i for i in after if i in before]
+        assert len(old) >= keep - 3  # the window holds older ones too
+        assert {i: after[i] for i in old} == {i: before[i] for i in old}
+        assert fresh.check_invariants() == []

@@ -404,3 +404,142 @@ def test_blobs_a_checkpoint_shares_past_its_own_expiry_stay_reachable(
         assert [p for p in saver.check_invariants() if not p.stale] == []
         advance_time(client, prefix, 30)
         assert data_keys(client, prefix) == []
+
+
+def test_a_blob_sent_again_under_a_ttl_keeps_its_longer_life(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by review: a record put again under a ttl, with the same version of a value that a
+    # checkpoint without a ttl shares, gave the blob the short expiry (SET + EXPIRE).
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        c1 = make_checkpoint({"x": "value"}, {"x": "1"})
+        plain.put(cfg("t"), c1, {}, {"x": "1"})
+        c2 = make_checkpoint({"x": "value", "y": 1}, {"x": "1", "y": "1"})
+        plain.put(cfg("t", checkpoint_id=c1["id"]), c2, {}, {"y": "1"})
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as short:
+        short.put(cfg("t"), c1, {}, {"x": "1"})  # the same record again, under a ttl
+        advance_time(client, prefix, 120)
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        got = plain.get_tuple(cfg("t", checkpoint_id=c2["id"]))
+        assert got is not None and got.checkpoint["channel_values"] == {"x": "value", "y": 1}
+        assert [p for p in plain.check_invariants() if not p.stale] == []
+
+
+def test_a_copy_onto_a_thread_under_a_ttl_leaves_every_blob_reachable(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by the model: a copy under a ttl onto a thread written without one replaced a
+    # record; the replaced record's blob (no expiry) went into a loose-blob set that got the
+    # ttl, and was reachable from nothing once the set expired.
+    dst = make_checkpoint({"x": "kept"}, {"x": "1"})
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        plain.put(cfg("dst"), dst, {}, {"x": "1"})
+    src = make_checkpoint({"x": "copied"}, {"x": "2"})
+    src["id"] = dst["id"]  # the copy replaces the target's record
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as short:
+        short.put(cfg("src"), src, {}, {"x": "2"})
+        short.copy_thread("src", "dst")
+        advance_time(client, prefix, 61)
+        assert [p for p in short.check_invariants() if not p.stale] == []
+        short.delete_thread("dst")
+        assert keys_of(client, KeySchema(prefix).thread_keys_pattern("dst")) == []
+
+
+def test_a_prune_keeps_loose_blobs_that_the_kept_checkpoint_shares(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by the model: prune dropped every loose blob from the loose set, also one the
+    # kept checkpoint (with a ttl) shares but that never expires; once the checkpoint
+    # expired, the blob was reachable from nothing.
+    first = make_checkpoint({"x": "shared"}, {"x": "1"})
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        plain.put(cfg("t"), first, {}, {"x": "1"})
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as short:
+        second = make_checkpoint({"x": "shared", "n": 2}, {"x": "1", "n": "1"})
+        short.put(cfg("t", checkpoint_id=first["id"]), second, {}, {"n": "1"})
+        short.prune(["t"], strategy="keep_latest")
+        advance_time(client, prefix, 61)
+        assert [p for p in short.check_invariants() if not p.stale] == []
+        short.delete_thread("t")
+        assert keys_of(client, KeySchema(prefix).thread_keys_pattern("t")) == []
+
+
+def test_writes_stored_without_a_ttl_keep_their_checkpoint(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by the model: writes stored by a saver without a ttl never expire, while the
+    # checkpoint they belong to (written with one) did: writes without a checkpoint.
+    checkpoint = make_checkpoint({"n": 1}, {"n": "1"})
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as short:
+        config = short.put(cfg("t"), checkpoint, {}, {"n": "1"})
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        plain.put_writes(config, [("n", 2)], "task")
+        advance_time(client, prefix, 61)
+        assert [p for p in plain.check_invariants() if not p.stale] == []
+        tup = plain.get_tuple(cfg("t"))
+        assert tup is not None and tup.checkpoint["channel_values"] == {"n": 1}
+        assert tup.pending_writes == [("task", "n", 2)]
+
+
+def test_writes_of_a_checkpoint_put_again_with_a_ttl_expire_with_it(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by the model: a record put again under a ttl keeps its pending writes, which had
+    # none (stored without a ttl): once the record expired, writes without a checkpoint.
+    checkpoint = make_checkpoint({"n": 1}, {"n": "1"})
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        config = plain.put(cfg("t"), checkpoint, {}, {"n": "1"})
+        plain.put_writes(config, [("n", 2)], "task")
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as short:
+        short.put(cfg("t"), checkpoint, {}, {"n": "1"})  # the same record again
+        advance_time(client, prefix, 61)
+        # a new put's sweep drops the expired record's index entry
+        short.put(cfg("t"), make_checkpoint({"n": 3}, {"n": "2"}), {}, {"n": "2"})
+        assert [p for p in short.check_invariants() if not p.stale] == []
+        short.delete_thread("t")
+        assert keys_of(client, KeySchema(prefix).thread_keys_pattern("t")) == []
+
+
+def test_writes_renew_the_metadata_indexes_of_their_checkpoint(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by the model: put_writes renewed the checkpoint but not the global metadata
+    # index holding it, which expired first (checkpoint without its metadata index entry).
+    checkpoint = make_checkpoint({"n": 1}, {"n": "1"})
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as saver:
+        config = saver.put(cfg("t"), checkpoint, {"run_id": "r"}, {"n": "1"})
+        advance_time(client, prefix, 30)
+        saver.put_writes(config, [("n", 2)], "task")  # a long superstep: renewed now
+        advance_time(client, prefix, 40)
+        assert [p for p in saver.check_invariants() if not p.stale] == []
+        listed = [t.checkpoint["id"] for t in saver.list(None, filter={"run_id": "r"})]
+        assert listed == [checkpoint["id"]]
+
+
+def test_keep_last_leaves_no_loose_set_behind(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    # Found by the model: blobs trimmed by keep_last stayed members of the loose-blob set
+    # (the put drops only 8 parked ones), which, its members never expiring, never expired.
+    channels = [f"c{i}" for i in range(12)]
+    first = make_checkpoint({c: "persistent" for c in channels}, dict.fromkeys(channels, "1"))
+    with RedisSaver(server_url, prefix=prefix) as plain:
+        plain.put(cfg("t"), first, {}, dict.fromkeys(channels, "1"))
+    with RedisSaver(
+        server_url, prefix=prefix, ttl={"default_ttl": 1}, keep_last=1
+    ) as shallow:
+        second = make_checkpoint({c: "persistent" for c in channels}, dict.fromkeys(channels, "1"))
+        second["channel_values"]["n"] = 1
+        second["channel_versions"]["n"] = "1"
+        shallow.put(cfg("t", checkpoint_id=first["id"]), second, {}, {"n": "1"})  # 12 loose
+        third = make_checkpoint({c: "changed" for c in channels}, dict.fromkeys(channels, "2"))
+        shallow.put(
+            cfg("t", checkpoint_id=second["id"]), third, {}, dict.fromkeys(channels, "2")
+        )  # the 12 are trimmed
+        advance_time(client, prefix, 61)
+        keys = KeySchema(prefix)
+        assert keys_of(client, f"{prefix}:lb:*") == []
+        assert [p for p in shallow.check_invariants() if not p.stale] == []
+        assert keys_of(client, keys.thread_keys_pattern("t")) == sorted(
+            [keys.thread(keys.tag("t")), keys.index(keys.tag("t"), "")]
+        )  # the containers the first (ttl-less) put made, which never expire

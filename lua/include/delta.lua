@@ -7,16 +7,6 @@
 -- ancestor and at every ancestor after it. So a checkpoint depends on a stretch of its parent
 -- chain, and whatever removes checkpoints must keep that stretch.
 
--- The channel of a write record: "<len path>:<len channel>:" .. path .. channel .. value.
-local function record_channel(record)
-  local a = string.find(record, ":", 1, true)
-  local b = string.find(record, ":", a + 1, true)
-  local path_len = tonumber(string.sub(record, 1, a - 1))
-  local channel_len = tonumber(string.sub(record, a + 1, b - 1))
-  local first = b + 1 + path_len
-  return string.sub(record, first, first + channel_len - 1)
-end
-
 -- The delta channels checkpoint `id` stores no value for, as { [raw name] = true } and their
 -- count. LangGraph lists every DeltaChannel that was not snapshotted at a checkpoint in its
 -- metadata `counters_since_delta_snapshot` (kept here as the canonical JSON field

@@ -71,6 +71,16 @@ local function split_refs(bv)
   return refs
 end
 
+-- The channel of a write record: "<len path>:<len channel>:" .. path .. channel .. value.
+local function record_channel(record)
+  local a = string.find(record, ":", 1, true)
+  local b = string.find(record, ":", a + 1, true)
+  local path_len = tonumber(string.sub(record, 1, a - 1))
+  local channel_len = tonumber(string.sub(record, a + 1, b - 1))
+  local first = b + 1 + path_len
+  return string.sub(record, first, first + channel_len - 1)
+end
+
 -- The encoded channel of a blob ref "C:V".
 local function ref_channel(ref)
   return string.sub(ref, 1, string.find(ref, ":", 1, true) - 1)
@@ -104,6 +114,30 @@ local function keep_alive(key, ttl, created, left)
   else
     left = left or redis.call("PTTL", key)
     if left >= 0 and left < ttl * 1000 then redis.call("EXPIRE", key, ttl) end
+  end
+end
+
+-- Keep checkpoint `id` alive at least `ttl` seconds more (0: forever), with what it needs
+-- and what leads to it: its hash, its blobs, its namespace index, its run index and the
+-- global metadata indexes it is in (`bv`, `run` and `ix`: its fields; all shared keys, so
+-- their expiries only grow). `left`: the hash's PTTL when the caller has it.
+local function keep_checkpoint_alive(K, ns, id, ttl, bv, run, ix, left)
+  keep_alive(K.checkpoint(ns, id), ttl, false, left)
+  keep_alive(K.index(ns), ttl, false)
+  for _, ref in ipairs(split_refs(bv)) do
+    local blob = K.blob(ns, ref)
+    local blob_left = redis.call("PTTL", blob)
+    if blob_left ~= -2 then keep_alive(blob, ttl, false, blob_left) end
+  end
+  if run then
+    local run_left = redis.call("PTTL", K.run(run))
+    if run_left ~= -2 then keep_alive(K.run(run), ttl, false, run_left) end
+    keep_alive(K.runs, ttl, false)
+  end
+  for _, suffix in ipairs(split_refs(ix)) do
+    local index = K.metadata_index(suffix)
+    local index_left = redis.call("PTTL", index)
+    if index_left ~= -2 then keep_alive(index, ttl, false, index_left) end
   end
 end
 

@@ -173,7 +173,7 @@ end
 local function prune_reap(K, prefix, tag, G, ns, budget)
   local index = K.index(ns)
   local old_i, old_w, old_b = G.ns_part("i", ns), G.ns_part("w", ns), G.ns_part("b", ns)
-  local kept = G.ns_part("k", ns)
+  local kept, dropped = G.ns_part("k", ns), G.ns_part("c", ns)
   local used = 0
   while used < budget do
     local ids = redis.call("ZRANGE", old_i, 0, 199)
@@ -182,7 +182,7 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
       if not redis.call("ZSCORE", index, id) then
         local refs = {}
         drop_checkpoint(K, ns, id, refs)
-        for ref in pairs(refs) do redis.call("SADD", old_b, ref) end  -- candidates
+        for ref in pairs(refs) do redis.call("SADD", dropped, ref) end  -- candidates
         used = used + 8
       end
       used = used + 1
@@ -201,14 +201,57 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     used = used + 2 * #ids + 2
   end
   while used < budget do  -- blobs no kept checkpoint references
-    local refs = take(old_b, 500)
+    local refs = take(dropped, 500)
     if #refs == 0 then break end
+    -- how long the kept checkpoints live: the longest of them (-1: one never expires)
+    local kept_left = 0
+    for _, id in ipairs(redis.call("ZRANGE", index, 0, 99)) do
+      local left = redis.call("PTTL", K.checkpoint(ns, id))
+      if left == -1 or kept_left == -1 then kept_left = -1 elseif left > kept_left then kept_left = left end
+    end
+    local bi, again, longest = K.loose_blobs(ns), {}, 0
     for _, ref in ipairs(refs) do
       if redis.call("SISMEMBER", kept, ref) == 0 then
         redis.call("UNLINK", K.blob(ns, ref))
+      else
+        -- kept, but renewed by a dropped checkpoint past what the kept ones live: loose
+        local left = redis.call("PTTL", K.blob(ns, ref))
+        if kept_left >= 0 and (left == -1 or left > kept_left) then
+          again[#again + 1] = ref
+          if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+        end
       end
     end
-    used = used + 2 * #refs + 2
+    if #again > 0 then
+      local created = redis.call("EXISTS", bi) == 0
+      redis.call("SADD", bi, unpack(again))
+      keep_alive(bi, longest == -1 and 0 or math.ceil(longest / 1000), created)
+    end
+    used = used + 3 * #refs + 3
+  end
+  while used < budget do
+    -- the loose blobs: those no kept checkpoint references go; the others stay loose, as
+    -- they may outlive the kept checkpoints (written without a ttl, or with a longer one)
+    local refs = take(old_b, 500)
+    if #refs == 0 then break end
+    local bi, again, longest = K.loose_blobs(ns), {}, 0
+    for _, ref in ipairs(refs) do
+      if redis.call("SISMEMBER", kept, ref) == 0 then
+        redis.call("UNLINK", K.blob(ns, ref))
+      else
+        local left = redis.call("PTTL", K.blob(ns, ref))
+        if left ~= -2 then
+          again[#again + 1] = ref
+          if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+        end
+      end
+    end
+    if #again > 0 then
+      local created = redis.call("EXISTS", bi) == 0
+      redis.call("SADD", bi, unpack(again))
+      keep_alive(bi, longest == -1 and 0 or math.ceil(longest / 1000), created)
+    end
+    used = used + 3 * #refs + 2
   end
   if used >= budget then return used, false end
   redis.call("UNLINK", kept)

@@ -3,13 +3,14 @@
 -- One checkpoint as the Python core decodes it:
 --   { ns, id, checkpoint, metadata, parent id | false, {ref, value, ...}, {field, record, ...} }
 -- A checkpoint comes back complete or not at all: nil when its hash is gone (expired or
--- deleted) or when one of the blobs it references is. With ttl > 0 every key read gets a
+-- deleted), hidden, or when one of the blobs it references is. With ttl > 0 every key read gets a
 -- fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index and
 -- the global metadata indexes it is in (extended only: they are shared).
 local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
-  local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv", "r", "ix")
-  if not fields[1] then return nil end
+  local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv", "r", "ix", "h")
+  -- h: kept by keep_last only for the delta chain of newer ones (include/trim.lua)
+  if not fields[1] or fields[7] then return nil end
   local refs = split_refs(fields[4])
   local blobs = {}
   if #refs > 0 then
@@ -29,18 +30,8 @@ local function load_checkpoint(K, ns, id, ttl)
   local wkey = K.writes(ns, id)
   local writes = redis.call("HGETALL", wkey)
   if ttl > 0 then
-    keep_alive(cp, ttl, false)
-    for i = 1, #blobs, 2 do keep_alive(K.blob(ns, blobs[i]), ttl, false) end
+    keep_checkpoint_alive(K, ns, id, ttl, fields[4], fields[5], fields[6])
     if #writes > 0 then keep_alive(wkey, ttl, false) end
-    if fields[5] then
-      keep_alive(K.run(fields[5]), ttl, false)
-      keep_alive(K.runs, ttl, false)
-    end
-    for _, suffix in ipairs(split_refs(fields[6])) do
-      local index = K.metadata_index(suffix)
-      local left = redis.call("PTTL", index)
-      if left ~= -2 then keep_alive(index, ttl, false, left) end
-    end
   end
   return { ns, id, fields[1], fields[2], fields[3] or false, blobs, writes }
 end

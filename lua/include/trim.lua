@@ -7,7 +7,9 @@
 -- unsnapshotted delta channels starts: "<channel>=<seed id>,..." (both encoded; seed "?" when
 -- unknown, because the parent was written without keep_last). Nothing older than the oldest
 -- seed of a kept checkpoint is trimmed; an unknown seed stops trimming until that channel is
--- snapshotted again (LangGraph snapshots every delta channel at least every 5,000 steps).
+-- snapshotted again (LangGraph snapshots every written delta channel at least every 5,000
+-- steps). A checkpoint that rebuilds delta channels is hidden from get and list (field "h")
+-- once it leaves the window.
 
 -- Checkpoints (and parked blobs) removed per put at most: a long thread that keep_last is
 -- turned on for shrinks over its next puts, at a constant cost per put.
@@ -33,6 +35,7 @@ local function delta_seeds(K, ns, parent, counters, refs)
     local eq = string.find(part, "=", 1, true)
     inherited[string.sub(part, 1, eq - 1)] = string.sub(part, eq + 1)
   end
+  local written_at_parent = nil  -- encoded channels the parent's writes hold, read once
   local parts = {}
   for channel in pairs(open) do
     local seed
@@ -41,11 +44,19 @@ local function delta_seeds(K, ns, parent, counters, refs)
     elseif inherited[channel] then
       seed = inherited[channel]
     elseif fields[2] then
-      seed = enc(parent)  -- no state before the parent: its writes are all there is
+      -- no state before the parent: what the parent's writes hold is all there is, and a
+      -- channel never written (LangGraph lists it, and never snapshots it) needs nothing
+      if written_at_parent == nil then
+        written_at_parent = {}
+        for _, record in ipairs(redis.call("HVALS", K.writes(ns, parent))) do
+          written_at_parent[enc(record_channel(record))] = true
+        end
+      end
+      if written_at_parent[channel] then seed = enc(parent) end
     else
       seed = "?"
     end
-    parts[#parts + 1] = channel .. "=" .. seed
+    if seed then parts[#parts + 1] = channel .. "=" .. seed end
   end
   return table.concat(parts, ",")
 end
@@ -74,9 +85,14 @@ local function trim_history(K, ns, keep)
   if excess <= 0 then return end
   local floor, used = nil, {}
   for _, id in ipairs(redis.call("ZRANGE", index, -keep, -1)) do
-    local fields = redis.call("HMGET", K.checkpoint(ns, id), "bv", "df")
+    local fields = redis.call(
+      "HMGET", K.checkpoint(ns, id), "bv", "df", "m:counters_since_delta_snapshot"
+    )
     for _, ref in ipairs(split_refs(fields[1])) do used[ref] = true end
     local seed = oldest_seed(fields[2])
+    if fields[1] and not fields[2] and fields[3] and fields[3] ~= "null" and fields[3] ~= "{}" then
+      seed = ""  -- written without keep_last, with delta channels: its seeds are unknown
+    end
     if seed and (floor == nil or seed < floor) then floor = seed end
   end
   local refs, trimmed = {}, 0
@@ -85,10 +101,26 @@ local function trim_history(K, ns, keep)
     drop_checkpoint(K, ns, id, refs)
     trimmed = trimmed + 1
   end
+  -- The checkpoint that just left the window, if not trimmed yet: when it rebuilds delta
+  -- channels, the seeds it needs may be trimmed before it is (only the kept ones' are
+  -- protected; two delta channels snapshotted at different steps need ever older ones), so
+  -- it is hidden from get and list (field "h"); the delta walk still reads it.
+  local leaving = redis.call("ZRANGE", index, -(keep + 1), -(keep + 1))[1]
+  if leaving then
+    local key = K.checkpoint(ns, leaving)
+    local fields = redis.call("HMGET", key, "bv", "df", "m:counters_since_delta_snapshot", "h")
+    local unknown = not fields[2] and fields[3] and fields[3] ~= "null" and fields[3] ~= "{}"
+    if fields[1] and not fields[4] and (oldest_seed(fields[2]) or unknown) then
+      redis.call("HSET", key, "h", "1")
+    end
+  end
   local loose = K.loose_blobs(ns)
   if trimmed == excess then
     for ref in pairs(refs) do
-      if not used[ref] then redis.call("UNLINK", K.blob(ns, ref)) end
+      if not used[ref] then
+        redis.call("UNLINK", K.blob(ns, ref))
+        redis.call("SREM", loose, ref)  -- if it was loose: the set must not outlive it
+      end
     end
     for _, ref in ipairs(redis.call("SRANDMEMBER", loose, TRIM_STEP)) do
       if not used[ref] then
@@ -104,13 +136,19 @@ local function trim_history(K, ns, keep)
     if #parked > 0 then
       -- the set lives as long as its longest-lived member (-1: one never expires)
       local longest = 0
+      local alive = {}  -- blobs already gone (expired) are not parked
       for _, ref in ipairs(parked) do
         local left = redis.call("PTTL", K.blob(ns, ref))
-        if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+        if left ~= -2 then
+          alive[#alive + 1] = ref
+          if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+        end
       end
-      local created = redis.call("EXISTS", loose) == 0
-      redis.call("SADD", loose, unpack(parked))
-      keep_alive(loose, longest == -1 and 0 or math.ceil(longest / 1000), created)
+      if #alive > 0 then
+        local created = redis.call("EXISTS", loose) == 0
+        redis.call("SADD", loose, unpack(alive))
+        keep_alive(loose, longest == -1 and 0 or math.ceil(longest / 1000), created)
+      end
     end
   end
 end

@@ -20,6 +20,7 @@ from . import bulk
 from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall
 
 ORPHAN = "key not reachable from any index"
+EXPIRING_ORPHAN = "key not reachable from any index, expiring"
 # keys examined per check_thread call (about 10 ms of server time)
 CHECK_STEP = 1000
 
@@ -35,6 +36,7 @@ STALE = frozenset(
         "writes index entry without writes",
         "run without run index",
         "run index entry without checkpoint",
+        EXPIRING_ORPHAN,
     }
 )
 
@@ -112,6 +114,24 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
                     walks[tag] = ("runs", bulk.START_CURSOR)
                 else:
                     del walks[tag]
-    for tag, keys in keys_by_tag.items():
-        found.update(Problem(ORPHAN, k) for k in keys - reachable[tag])
+    orphans = {tag: sorted(keys - reachable[tag]) for tag, keys in keys_by_tag.items()}
+    orphans = {tag: keys for tag, keys in orphans.items() if keys}
+    tags = sorted(orphans)
+    for start in range(0, len(tags), bulk.BATCH_SIZE):
+        chunk = tags[start : start + bulk.BATCH_SIZE]
+        calls = [
+            ScriptCall(
+                "check_thread",
+                (core.keys.thread(tag), core.keys.runs(tag)),
+                (core.keys.prefix, tag, "ttl", *orphans[tag]),
+            )
+            for tag in chunk
+        ]
+        replies = yield Batch(calls)
+        for tag, lefts in zip(chunk, replies, strict=True):
+            for key, left in zip(orphans[tag], lefts, strict=True):
+                # with an expiry it goes by itself (a blob that outlived the checkpoints that
+                # shared it, under a shorter ttl): stale; without one it is a leak
+                if left != -2:
+                    found.add(Problem(ORPHAN if left == -1 else EXPIRING_ORPHAN, key))
     return sorted(found, key=lambda p: (p.key, p.problem))

@@ -4,7 +4,8 @@ A value is compressed between the serializer and the cipher: with an ``Encrypted
 the plaintext is compressed and then encrypted (ciphertext does not compress). A compressed
 value's type gets the prefix ``z:`` (``"z:msgpack"``, or ``"z:msgpack+aes"`` once encrypted),
 so values written without compression, or by an older version, stay readable, and a saver
-with compression turned off still reads compressed values.
+with compression turned off still reads compressed values. A serializer's own type that
+starts with ``z:`` or ``u:`` is stored behind ``u:``, so it is never taken for a mark.
 
 zstd level 1 by default: on chat messages of real prose it compresses about 2.9x at about
 5 us of CPU per KB, level 3 gains 1% for a third more CPU (see benchmarks/README.md).
@@ -23,6 +24,8 @@ DEFAULT_LEVEL = 1
 # Smaller values gain little (a zstd frame costs ~10 bytes) and are most of the calls.
 MIN_SIZE = 128
 MARK = "z:"
+# An uncompressed value whose serializer type starts with a mark gets this one in front too.
+ESCAPE = "u:"
 
 
 def compression_level(compression: Any) -> int | None:
@@ -62,20 +65,26 @@ class ZstdSerializer(SerializerProtocol):
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         type_, data = self.inner.dumps_typed(obj)
-        if self.level is None or len(data) < MIN_SIZE:
-            return type_, data
-        packed = self._compressor().compress(data)
-        if len(packed) >= len(data):
-            return type_, data
-        return MARK + type_, packed
+        if self.level is not None and len(data) >= MIN_SIZE:
+            packed = self._compressor().compress(data)
+            if len(packed) < len(data):
+                return MARK + type_, packed
+        if type_.startswith((MARK, ESCAPE)):
+            return ESCAPE + type_, data  # the serializer's own type looks like a mark
+        return type_, data
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         type_, payload = data
-        # "z:msgpack+aes" here: encrypted, and this reader has no cipher; the serializer says so
-        if type_.startswith(MARK) and "+" not in type_:
+        if type_.startswith(ESCAPE):
+            return self.inner.loads_typed((type_[len(ESCAPE) :], payload))
+        if type_.startswith(MARK):
             try:
                 payload = self._decompressor().decompress(payload)
             except zstandard.ZstdError as exc:
+                if "+" in type_:
+                    # "z:msgpack+aes" here: encrypted, and this reader has no cipher; the
+                    # serializer says so ("Unknown serialization type")
+                    return self.inner.loads_typed(data)
                 raise ValueError(
                     f"a stored value marked {type_!r} is not valid zstd: {exc}"
                 ) from exc

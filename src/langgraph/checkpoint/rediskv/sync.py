@@ -86,9 +86,11 @@ class RedisSaver(RedisSaverBase):
         keep_last: keep only the newest this many checkpoints of each thread and namespace:
             every put removes older ones (with their writes and the blobs only they use), a
             few per put, so the cost per put stays constant. ``keep_last=1`` is the shallow
-            mode (the official package's ``ShallowRedisSaver``): a thread's memory stays flat
-            however long it runs. Checkpoints that a kept one rebuilds a DeltaChannel from are
-            kept too. ``None`` (the default) keeps the whole history.
+            mode (the official package's ``ShallowRedisSaver``): a conversation's memory stays flat
+            however long it runs. The limit is per namespace: a graph with subgraphs keeps
+            the newest of each subgraph namespace too (they are not trimmed by the parent's
+            puts). Checkpoints that a kept one rebuilds a DeltaChannel from are kept too (and
+            hidden from get and list). ``None`` (the default) keeps the whole history.
         **redis_kwargs: any other redis-py connection option for the saver's own pool, e.g.
             ``ssl_ca_certs=...`` for rediss:// with a private CA, or ``username=...``.
 
