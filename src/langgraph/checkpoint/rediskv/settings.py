@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_URL = "redis://localhost:6379/0"
+DISTRIBUTION = "langgraph-checkpoint-rediskv"
 _SCHEMES = ("redis", "rediss", "unix")
 
 
@@ -94,4 +95,20 @@ def parse_keep_last(keep_last: Any) -> int:
     raise ValueError(
         f"invalid keep_last {keep_last!r}: use None to keep every checkpoint, or the number "
         "of newest checkpoints to keep per thread and namespace (1 or more)"
+    )
+
+
+def install_hint(extra: str) -> str:
+    """The pip command that adds ``extra`` to this installation: from the clone this package
+    runs from (an editable install), else by name (the package is not on PyPI yet: from a
+    clone or a wheel file)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[4]
+    project = root / "pyproject.toml"
+    if project.is_file() and f'name = "{DISTRIBUTION}"' in project.read_text():
+        return f"pip install -e '{root}[{extra}]'"
+    return (
+        f"pip install '{DISTRIBUTION}[{extra}]' (from a clone: pip install -e "
+        f"'/path/to/clone[{extra}]'; from a wheel: pip install '/path/to/the.whl[{extra}]')"
     )

@@ -13,13 +13,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ..settings import install_hint
 from .common import CliError
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-INSTALL_HINT = "pip install 'langgraph-checkpoint-rediskv[cli]'"
 # non-finite floats as the proto3 JSON mapping writes them: JSON has no NaN or Infinity
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
@@ -89,7 +89,7 @@ def make_console(*, stderr: bool = False) -> Console:
         importlib.import_module("rich")
     except ImportError:
         raise CliError(
-            f"the command-line tool needs the optional package 'rich': {INSTALL_HINT} "
+            f"the command-line tool needs the package 'rich': {install_hint('cli')} "
             "(or use --json)"
         ) from None
     from rich.console import Console
