@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Which codec for channel values: ratio and CPU of zstd, lz4 and zlib on chat checkpoints.
 
-    python benchmarks/codecs.py             # Markdown table on stdout
-    python benchmarks/codecs.py --quick     # fewer repetitions
-    python benchmarks/codecs.py --json out.json
+    python benchmarks/codec_choice.py             # Markdown table on stdout
+    python benchmarks/codec_choice.py --quick     # fewer repetitions
+    python benchmarks/codec_choice.py --json out.json
 
 The input is what a chat checkpoint stores in its largest channel: the ``messages`` list
 (alternating human and assistant messages of real prose, benchmarks/prose.py) serialized by
