@@ -95,7 +95,19 @@ def test_killed_connections_during_a_200_turn_run(private_server: PrivateServer)
         state = graph.get_state({"configurable": {"thread_id": "chat"}})
         assert state.values == {"profile": "likes tea", "messages": expected_messages(200)}
         assert len(acknowledged) >= 3 * 200
-        assert_all_complete(saver, acknowledged)
+        for config in acknowledged:
+            tup = saver.get_tuple(config)
+            assert isinstance(tup, CheckpointTuple), config
+        problems = saver.check_invariants()
+        # graph.invoke stores checkpoints in the background (durability "async"): the
+        # writes of a step can be stored while the put of its checkpoint is the call that
+        # failed. Those writes belong to no checkpoint (the checker reports them; prune and
+        # delete remove them); only they, and only for puts that failed, may be there.
+        stored = {c["configurable"]["checkpoint_id"] for c in acknowledged}
+        orphans = [p for p in problems if p.problem == "writes without checkpoint"]
+        assert [p for p in problems if p not in orphans] == []
+        assert len(orphans) <= len(failures)
+        assert not any(p.key.rsplit(":", 1)[1] in stored for p in orphans)
     admin.close()
 
 
