@@ -75,10 +75,7 @@ while i <= #ARGV do
     keep_alive(key, ttl, left == -2, left)
     if ttl > 0 and (left == -1 or left > ttl * 1000) then
       -- it outlives the copied checkpoints that use it: loose, so that a delete finds it
-      local lb = K.loose_blobs(ns)
-      local lb_created = redis.call("EXISTS", lb) == 0
-      redis.call("SADD", lb, ref)
-      keep_alive(lb, left == -1 and 0 or math.ceil(left / 1000), lb_created)
+      add_loose(K, ns, { ref }, { left })
     end
     i = i + 4
   else
@@ -99,23 +96,17 @@ while i <= #ARGV do
             for _, ref in ipairs(split_refs(ARGV[i + 5 + 2 * j])) do new_refs[ref] = true end
           end
         end
-        -- the set lives as long as its longest-lived member (-1: one never expires)
-        local lb = K.loose_blobs(ns)
-        local lb_created = redis.call("EXISTS", lb) == 0
-        local longest, added = 0, 0
+        local refs, lefts = {}, {}
         for _, ref in ipairs(split_refs(old[2])) do
           if not new_refs[ref] then
             local left = redis.call("PTTL", K.blob(ns, ref))
             if left ~= -2 then
-              redis.call("SADD", lb, ref)
-              added = added + 1
-              if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+              refs[#refs + 1] = ref
+              lefts[#lefts + 1] = left
             end
           end
         end
-        if added > 0 then  -- (nothing added: the set keeps the expiry it has)
-          keep_alive(lb, longest == -1 and 0 or math.ceil(longest / 1000), lb_created)
-        end
+        add_loose(K, ns, refs, lefts)  -- (nothing added: the set keeps the expiry it has)
       end
     end
     redis.call("DEL", key)

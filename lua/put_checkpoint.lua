@@ -71,12 +71,11 @@ unindex_checkpoint(K, ns, id, old[2])
 -- delete and prune still find them. The blobs of a replaced record that its replacement
 -- does not reference; and, with a ttl, blobs this checkpoint shares that live longer than it
 -- (written without a ttl or with a longer one: expiries only grow, so such a blob stays after
--- this checkpoint expires, and after the record it replaced). The set lives as
--- long as its longest-lived member.
-local loose_refs, longest = {}, 0  -- longest: ms left of the longest member, -1 forever
+-- this checkpoint expires, and after the record it replaced).
+local loose_refs, loose_lefts = {}, {}
 local function loose(ref, left)
   loose_refs[#loose_refs + 1] = ref
-  if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+  loose_lefts[#loose_lefts + 1] = left
 end
 if old[3] then
   local now = {}
@@ -102,14 +101,7 @@ if ttl > 0 then
     if left == -1 or left > ttl * 1000 then loose(ref, left) end
   end
 end
-if #loose_refs > 0 then
-  local key = K.loose_blobs(ns)
-  local created = redis.call("EXISTS", key) == 0
-  for first = 1, #loose_refs, 4000 do
-    redis.call("SADD", key, unpack(loose_refs, first, math.min(first + 3999, #loose_refs)))
-  end
-  keep_alive(key, longest == -1 and 0 or math.ceil(longest / 1000), created)
-end
+add_loose(K, ns, loose_refs, loose_lefts)
 redis.call("DEL", cp)
 
 -- the whole record in one HSET

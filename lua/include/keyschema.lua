@@ -141,6 +141,26 @@ local function keep_checkpoint_alive(K, ns, id, ttl, bv, run, ix, left)
   end
 end
 
+-- The longer of two remaining lives in ms (-1: forever).
+local function longer(a, b)
+  if a == -1 or b == -1 then return -1 end
+  return a > b and a or b
+end
+
+-- Add `refs` to namespace ns's loose-blob set (see K.loose_blobs), `lefts` the PTTLs of their
+-- blobs (ms, -1: no expiry); the set lives as long as its longest-lived member.
+local function add_loose(K, ns, refs, lefts)
+  if #refs == 0 then return end
+  local key = K.loose_blobs(ns)
+  local created = redis.call("EXISTS", key) == 0
+  local longest = 0
+  for j = 1, #refs do longest = longer(longest, lefts[j]) end
+  for first = 1, #refs, 4000 do  -- unpack() has a limit of a few thousand values
+    redis.call("SADD", key, unpack(refs, first, math.min(first + 3999, #refs)))
+  end
+  keep_alive(key, longest == -1 and 0 or math.ceil(longest / 1000), created)
+end
+
 -- Drop a few members of a sorted-set index whose checkpoint is gone, chosen at random, so that
 -- live members at the front (a pinned thread, a kept delta ancestor) never stop the cleanup:
 -- each put samples more members than it adds, so dead members stay a bounded share.

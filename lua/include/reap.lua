@@ -206,10 +206,9 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     -- how long the kept checkpoints live: the longest of them (-1: one never expires)
     local kept_left = 0
     for _, id in ipairs(redis.call("ZRANGE", index, 0, 99)) do
-      local left = redis.call("PTTL", K.checkpoint(ns, id))
-      if left == -1 or kept_left == -1 then kept_left = -1 elseif left > kept_left then kept_left = left end
+      kept_left = longer(kept_left, redis.call("PTTL", K.checkpoint(ns, id)))
     end
-    local bi, again, longest = K.loose_blobs(ns), {}, 0
+    local again, lefts = {}, {}
     for _, ref in ipairs(refs) do
       if redis.call("SISMEMBER", kept, ref) == 0 then
         redis.call("UNLINK", K.blob(ns, ref))
@@ -218,15 +217,11 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
         local left = redis.call("PTTL", K.blob(ns, ref))
         if kept_left >= 0 and (left == -1 or left > kept_left) then
           again[#again + 1] = ref
-          if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+          lefts[#lefts + 1] = left
         end
       end
     end
-    if #again > 0 then
-      local created = redis.call("EXISTS", bi) == 0
-      redis.call("SADD", bi, unpack(again))
-      keep_alive(bi, longest == -1 and 0 or math.ceil(longest / 1000), created)
-    end
+    add_loose(K, ns, again, lefts)
     used = used + 3 * #refs + 3
   end
   while used < budget do
@@ -234,7 +229,7 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     -- they may outlive the kept checkpoints (written without a ttl, or with a longer one)
     local refs = take(old_b, 500)
     if #refs == 0 then break end
-    local bi, again, longest = K.loose_blobs(ns), {}, 0
+    local again, lefts = {}, {}
     for _, ref in ipairs(refs) do
       if redis.call("SISMEMBER", kept, ref) == 0 then
         redis.call("UNLINK", K.blob(ns, ref))
@@ -242,15 +237,11 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
         local left = redis.call("PTTL", K.blob(ns, ref))
         if left ~= -2 then
           again[#again + 1] = ref
-          if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
+          lefts[#lefts + 1] = left
         end
       end
     end
-    if #again > 0 then
-      local created = redis.call("EXISTS", bi) == 0
-      redis.call("SADD", bi, unpack(again))
-      keep_alive(bi, longest == -1 and 0 or math.ceil(longest / 1000), created)
-    end
+    add_loose(K, ns, again, lefts)
     used = used + 3 * #refs + 2
   end
   if used >= budget then return used, false end

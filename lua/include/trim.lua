@@ -129,26 +129,14 @@ local function trim_history(K, ns, keep)
       end
     end
   else
-    local parked = {}
+    local parked, lefts = {}, {}  -- blobs already gone (expired) are not parked
     for ref in pairs(refs) do
-      if not used[ref] then parked[#parked + 1] = ref end
-    end
-    if #parked > 0 then
-      -- the set lives as long as its longest-lived member (-1: one never expires)
-      local longest = 0
-      local alive = {}  -- blobs already gone (expired) are not parked
-      for _, ref in ipairs(parked) do
-        local left = redis.call("PTTL", K.blob(ns, ref))
-        if left ~= -2 then
-          alive[#alive + 1] = ref
-          if left == -1 or longest == -1 then longest = -1 elseif left > longest then longest = left end
-        end
-      end
-      if #alive > 0 then
-        local created = redis.call("EXISTS", loose) == 0
-        redis.call("SADD", loose, unpack(alive))
-        keep_alive(loose, longest == -1 and 0 or math.ceil(longest / 1000), created)
+      local left = not used[ref] and redis.call("PTTL", K.blob(ns, ref))
+      if left and left ~= -2 then
+        parked[#parked + 1] = ref
+        lefts[#lefts + 1] = left
       end
     end
+    add_loose(K, ns, parked, lefts)
   end
 end
