@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import operator
 import random
+import sys
 import threading
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ import pytest
 import redis
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, StateSnapshot, interrupt
@@ -34,6 +36,20 @@ from .conftest import keys_of, snapshot
 
 Saver = RedisSaver | AsyncRedisSaver
 Graph = Any  # a compiled StateGraph
+
+
+def interrupt_node(value: Any, config: RunnableConfig) -> Any:
+    """``interrupt(value)`` from a node that was handed its ``config``. interrupt() reads the
+    node's config from a context variable, which asyncio carries into LangGraph's tasks only
+    from Python 3.11 on (LangGraph's documented limit for async runs); on 3.10 an async run
+    reaches the node without it, so the node sets it from its ``config`` argument."""
+    if sys.version_info >= (3, 11):
+        return interrupt(value)
+    token = var_child_runnable_config.set(config)
+    try:
+        return interrupt(value)
+    finally:
+        var_child_runnable_config.reset(token)
 
 
 # -- drivers: one scenario, two ways of running it ---------------------------------------------
@@ -249,9 +265,9 @@ def ask_graph(checkpointer: BaseCheckpointSaver[Any], calls: Calls) -> Graph:
         calls.hit("prepare")
         return {"topic": state["topic"].upper()}
 
-    def ask(state: AskState) -> AskState:
+    def ask(state: AskState, config: RunnableConfig) -> AskState:
         calls.hit("ask")
-        name = interrupt({"question": "what is your name?", "topic": state["topic"]})
+        name = interrupt_node({"question": "what is your name?", "topic": state["topic"]}, config)
         return {"name": name}
 
     def greet(state: AskState) -> AskState:
@@ -329,9 +345,9 @@ def nested_graph(checkpointer: BaseCheckpointSaver[Any], calls: Calls) -> Graph:
         calls.hit("sub_a")
         return {"value": state["value"] + "|sub_a", "steps": ["sub_a"]}
 
-    def sub_ask(state: ChildState) -> ChildState:
+    def sub_ask(state: ChildState, config: RunnableConfig) -> ChildState:
         calls.hit("sub_ask")
-        answer = interrupt({"question": "continue?", "value": state["value"]})
+        answer = interrupt_node({"question": "continue?", "value": state["value"]}, config)
         return {"value": f"{state['value']}|{answer}", "steps": ["sub_ask"]}
 
     def sub_b(state: ChildState) -> ChildState:
