@@ -67,6 +67,18 @@ MIN_BULK_LIMIT = 1 << 20
 DEFAULT_BULK_LIMIT = 512 << 20
 # A put retried after "REAPING" or missing blobs: each retry makes progress, so a few suffice.
 _PUT_ATTEMPTS = 5
+# LangGraph's trigger channels ("branch:to:<node>", written with None every time a node is
+# triggered) are stored inside the checkpoint record instead of as blob keys: a blob key costs
+# about 180 bytes of Redis memory and a ref in `bv`, the value a byte in the record. Only
+# these, and only None: any other channel may be a DeltaChannel, or become one, whose stored
+# values get_delta_channel_history finds as seeds through `bv` (lua/include/delta.lua). A
+# trigger channel is not (a state key of that name would collide with LangGraph's own).
+TRIGGER_CHANNEL_PREFIX = "branch:to:"
+# The stored checkpoint of a record holding inline values starts with this mark. It cannot
+# start a stored value otherwise ("u:" escapes only types that start with "z:" or "u:"), and
+# a reader older than the mark refuses it ("Unknown serialization type") rather than
+# returning the checkpoint without those values.
+INLINE_MARK = b"u:i:"
 
 PRUNE_STRATEGIES = {
     "keep_latest": "prune",
@@ -261,8 +273,12 @@ class SaverCore:
         ns_enc, raw_id, ck, md, parent, blobs, writes = record
         ns = decode_part(ns_enc.decode())
         checkpoint_id = raw_id.decode()
-        checkpoint: Checkpoint = self.loads(ck)
-        values: dict[str, Any] = {}
+        if ck.startswith(INLINE_MARK):
+            checkpoint: Checkpoint = self.loads(ck[len(INLINE_MARK) :])
+            values: dict[str, Any] = dict(checkpoint["channel_values"])
+        else:
+            checkpoint = self.loads(ck)
+            values = {}
         for ref, stored in zip(blobs[::2], blobs[1::2], strict=True):
             if stored is not None:
                 values[decode_part(ref.split(b":", 1)[0].decode())] = self.loads(stored)
@@ -292,11 +308,18 @@ class SaverCore:
 
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
-        body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        stored_checkpoint = self.dumps(body, "the checkpoint")
+        body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        inline = {ch: v for ch, v in values.items() if ch in versions and _inlinable(ch, v)}
+        if inline:
+            body["channel_values"] = inline
+            stored_checkpoint = INLINE_MARK + self.dumps(body, "the checkpoint")
+        else:
+            stored_checkpoint = self.dumps(body, "the checkpoint")
         full_metadata = get_serializable_checkpoint_metadata(config, metadata)
         stored_metadata = self.dumps(full_metadata, "the checkpoint metadata")
-        ref_of = {ch: blob_ref(ch, versions[ch]) for ch in values if ch in versions}
+        ref_of = {
+            ch: blob_ref(ch, versions[ch]) for ch in values if ch in versions and ch not in inline
+        }
         refs = ",".join(ref_of.values())
         run_id = full_metadata.get("run_id")
 
@@ -346,7 +369,7 @@ class SaverCore:
             # removed by a concurrent prune): store them again with this checkpoint
             written.update(decode_part(ref.split(b":", 1)[0].decode()) for ref in missing)
 
-        written.update(ch for ch in new_versions if ch in values and ch in versions)
+        written.update(ch for ch in new_versions if ch in ref_of)
         yield from self.register_metadata_index()
         yield from self._write(thread_id, f"put of checkpoint {checkpoint_id!r}", call, resend)
         return _config(thread_id, ns, checkpoint_id)
@@ -744,6 +767,12 @@ def _namespace_streams(thread_id: str, namespaces: Sequence[bytes]) -> list[_Lis
     return [
         (thread_id, names[i : i + NAMESPACE_CHUNK]) for i in range(0, len(names), NAMESPACE_CHUNK)
     ] or [(thread_id, ())]
+
+
+def _inlinable(channel: str, value: Any) -> bool:
+    """Whether a channel value is stored inside its checkpoint's record (see
+    TRIGGER_CHANNEL_PREFIX)."""
+    return value is None and channel.startswith(TRIGGER_CHANNEL_PREFIX)
 
 
 def _page_size(limit: int | None) -> int:
