@@ -72,8 +72,16 @@ local function visit(ns, at)
         local cp = K.checkpoint(ns, id)
         if reach(cp) then
           local fields = redis.call("HMGET", cp, "bv", "ix")
-          for _, ref in ipairs(split_refs(fields[1])) do
-            if not reach(K.blob(ns, ref)) then report("checkpoint without blob", K.blob(ns, ref)) end
+          local refs, listed = split_refs(fields[1]), {}
+          for _, ref in ipairs(refs) do listed[ref] = true end
+          for _, ref in ipairs(refs) do
+            local blob = K.blob(ns, ref)
+            if not reach(blob) then
+              report("checkpoint without blob", blob)
+            else
+              local base = stored_base(blob)
+              if base and not listed[base] then report("checkpoint without the base of a blob", cp) end
+            end
           end
           for _, suffix in ipairs(split_refs(fields[2])) do
             if not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then

@@ -29,7 +29,8 @@
     { {field, record, ...}, {position, value, ...} }
   the ancestor's writes to the channels still open (fields and records as in get_tuple, in no
   particular order), then for each channel that closes at this ancestor its position in
-  ARGV[8..] (1 for ARGV[8]) and its stored value "<type>\0<bytes>".
+  ARGV[8..] (1 for ARGV[8]), its stored value "<type>\0<bytes>" and, for a value compressed
+  against a base, the base's stored value (else false).
   The cursor is the id of the next ancestor to visit when the budget ran out with channels
   still open; nil when the walk is complete.
 ]]
@@ -94,12 +95,16 @@ while cursor and count > 0 and not seen[cursor] do
     if name and position[name] then
       local key = K.blob(ns, ref)
       local value = redis.call("GET", key)
-      if value then
+      local base = value and blob_base(value)
+      local base_value = base and redis.call("GET", K.blob(ns, base))
+      if value then  -- (a base that is gone fails the read on the client, loudly)
         seeds[#seeds + 1] = position[name]
         seeds[#seeds + 1] = value
+        seeds[#seeds + 1] = base_value or false
         position[name] = nil
         count = count - 1
         keep_alive(key, ttl, false)
+        if base then keep_alive(K.blob(ns, base), ttl, false) end
       end
     end
   end

@@ -11,7 +11,9 @@
   ARGV[5]  parent checkpoint id (raw, "" for none)
   ARGV[6]  checkpoint without channel values: "<type>\0<bytes>"
   ARGV[7]  metadata: "<type>\0<bytes>"
-  ARGV[8]  blob refs of every channel with a value: "C:V,C:V,..."
+  ARGV[8]  blob refs of every channel with a value, then of the bases the values sent with
+           this call were compressed against: "C:V,C:V,..." (the script adds the bases of the
+           shared blobs)
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
   ARGV[11] global metadata index: "-" for none (a cluster), else the saver's indexed metadata
@@ -21,12 +23,14 @@
            see include/trim.lua
   ARGV[13] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
-  then s, the number of the other refs of ARGV[8] (blobs stored before), then those s refs
+  then s, the number of the other refs of ARGV[8] (blobs stored before, bases among them),
+  then those s refs
 
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
-  that are neither in this call nor stored (expired, or removed by a concurrent prune):
-  nothing was written, and the client sends the call again with those values included.
+  that are neither in this call nor stored (expired, or removed by a concurrent prune), or
+  stored but without their base: nothing was written, and the client sends the call again
+  with those values included (a missing base: with the values compressed against it in full).
 
   Maxmemory: the script is flagged (no allow-oom), so a server over its maxmemory refuses it
   before it writes anything.
@@ -49,9 +53,66 @@ i = i + 2 * m + 1
 local nblobs, blob_first = tonumber(ARGV[i]), i + 1
 local shared_first = blob_first + 2 * nblobs + 1
 local left_of, missing = {}, {}
-for j = shared_first, shared_first + tonumber(ARGV[shared_first - 1]) - 1 do
+local shared_last = shared_first + tonumber(ARGV[shared_first - 1]) - 1
+for j = shared_first, shared_last do
   local left = redis.call("PTTL", K.blob(ns, ARGV[j]))
   if left == -2 then missing[#missing + 1] = ARGV[j] else left_of[ARGV[j]] = left end
+end
+-- A shared blob compressed against a base needs it: the record lists the base too, so that
+-- the base lives as long as the record (every walk that keeps or renews blobs goes by bv).
+-- In a record, a channel's first ref is its value's and any later ones are bases. A shared
+-- blob is mostly the parent's value of its channel: the parent's record names its bases (a
+-- stored blob never takes another base, see below); for any other, the blob's head does.
+local bv, listed, first_of = ARGV[8], {}, {}
+for _, ref in ipairs(split_refs(bv)) do
+  listed[ref] = true
+  local channel = ref_channel(ref)
+  if not first_of[channel] then first_of[channel] = ref end
+end
+local parent_bases = nil  -- the parent's value refs -> the bases its record lists for them
+local function bases_of(ref)
+  if not parent_bases then
+    parent_bases = {}
+    local value_of = {}
+    local parent_bv = ARGV[5] ~= "" and redis.call("HGET", K.checkpoint(ns, ARGV[5]), "bv")
+    for _, other in ipairs(split_refs(parent_bv)) do
+      local channel = ref_channel(other)
+      if not value_of[channel] then
+        value_of[channel] = other
+        parent_bases[other] = {}
+      else
+        table.insert(parent_bases[value_of[channel]], other)
+      end
+    end
+  end
+  return parent_bases[ref] or { stored_base(K.blob(ns, ref)) }
+end
+for j = shared_first, shared_last do
+  local ref = ARGV[j]
+  if left_of[ref] and first_of[ref_channel(ref)] == ref then
+    for _, base in ipairs(bases_of(ref)) do
+      if not listed[base] then
+        local left = redis.call("PTTL", K.blob(ns, base))
+        if left == -2 then
+          missing[#missing + 1] = ref  -- maybe unreadable without it: sent again, in full
+        else
+          listed[base] = true
+          left_of[base] = left
+          bv = bv .. "," .. base
+        end
+      end
+    end
+  end
+end
+-- A value sent compressed against a base must not replace a stored value of another form:
+-- the records that reference the stored one do not list that base. Sent in full instead.
+for j = 0, nblobs - 1 do
+  local ref = ARGV[blob_first + 2 * j]
+  local base = blob_base(ARGV[blob_first + 2 * j + 1])
+  if base and stored_base(K.blob(ns, ref)) ~= base
+      and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
+    missing[#missing + 1] = ref
+  end
 end
 if #missing > 0 then return missing end
 
@@ -79,7 +140,7 @@ local function loose(ref, left)
 end
 if old[3] then
   local now = {}
-  for _, ref in ipairs(split_refs(ARGV[8])) do now[ref] = true end
+  for _, ref in ipairs(split_refs(bv)) do now[ref] = true end
   for _, ref in ipairs(split_refs(old[3])) do
     if not now[ref] then
       local left = redis.call("PTTL", K.blob(ns, ref))
@@ -105,7 +166,7 @@ add_loose(K, ns, loose_refs, loose_lefts)
 redis.call("DEL", cp)
 
 -- the whole record in one HSET
-local fields = { "ck", ARGV[6], "md", ARGV[7], "bv", ARGV[8] }
+local fields = { "ck", ARGV[6], "md", ARGV[7], "bv", bv }
 if ARGV[5] ~= "" then
   fields[#fields + 1] = "p"
   fields[#fields + 1] = ARGV[5]
@@ -167,7 +228,7 @@ for j = 0, m - 1 do
 end
 if keep > 0 then
   fields[#fields + 1] = "df"
-  fields[#fields + 1] = delta_seeds(K, ns, ARGV[5], counters, split_refs(ARGV[8]))
+  fields[#fields + 1] = delta_seeds(K, ns, ARGV[5], counters, split_refs(bv))
 end
 for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand values
   redis.call("HSET", cp, unpack(fields, first, math.min(first + 3999, #fields)))

@@ -67,6 +67,7 @@ import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -85,7 +86,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.base.id import uuid6
 from redis.cluster import RedisCluster
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, core
 from langgraph.checkpoint.rediskv.keys import decode_part
 
 from .clock import advance_time
@@ -121,6 +122,8 @@ KEEP_LAST = (None, None, 1, 3)  # the saver's keep_last after a recreate
 TRIM_STEP = 8  # checkpoints a put trims at most (lua/include/trim.lua)
 MAX_COPIES = 3
 MAX_BURSTS = 2
+# real prose for the long values: the README's first paragraphs
+PROSE = (Path(__file__).parent.parent / "README.md").read_text()[200:2000]
 SKIP = tuple(s.strip() for s in os.environ.get("RSKV_MODEL_SKIP", "").split(",") if s.strip())
 
 _FAILURES: dict[str, type[AssertionError]] = {}
@@ -277,8 +280,8 @@ class SaverMachine(RuleBasedStateMachine):
             return n
         if channel == "profile":
             return {"name": "Ada", "visits": n, "tags": ["a", "b"]}
-        if channel == "summary":
-            return f"summary {n}"
+        if channel == "summary":  # over 1 KB, mostly the same: stored against a base
+            return f"summary {n}: {PROSE[:1200]}"
         raise AssertionError(channel)
 
     def write_value(self, channel: str) -> Any:
@@ -465,10 +468,13 @@ class SaverMachine(RuleBasedStateMachine):
             if ch == "messages":
                 msgs = list(values.get("messages", []))
                 self.counter += 1
+                # long enough that the list is soon stored against a base (reference
+                # compression, from 1 KB): a few messages in, every new version is
+                text = f"{self.counter}: {PROSE[(self.counter * 97) % 1500 :][:150]}"
                 msgs.append(
-                    HumanMessage(f"user {self.counter}")
+                    HumanMessage(f"user {text}")
                     if len(msgs) % 2 == 0
-                    else AIMessage(f"bot {self.counter}")
+                    else AIMessage(f"bot {text}")
                 )
                 values[ch] = msgs
             else:
@@ -976,8 +982,11 @@ def small_bulk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
 
 @pytest.fixture(autouse=True)
-def _server(small_bulk_server: str) -> None:
+def _server(small_bulk_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     SaverMachine.server_url = small_bulk_server
+    # values from 200 bytes on are stored against bases (1 KB by default): most of the
+    # machine's messages and summaries are, so every rule runs over reference compression
+    monkeypatch.setattr(core, "REF_MIN_SIZE", 200)
 
 
 SaverMachine.TestCase.settings = _settings()

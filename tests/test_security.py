@@ -28,6 +28,7 @@ from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from .conftest import PrivateServer, _free_port, keys_of
 from .test_contract import cfg, make_checkpoint
+from .test_reference_compression import Chat
 from .test_ttl import build_chat, expected_messages, turn
 
 # Everything the saver sends: the scripts (EVALSHA; SCRIPT LOAD after a NOSCRIPT; SCRIPT EXISTS
@@ -35,7 +36,7 @@ from .test_ttl import build_chat, expected_messages, turn
 # the scripts run. The README lists these.
 SAVER_COMMANDS = [
     "evalsha", "script|load", "script|exists", "scan",
-    "get", "mget", "set", "del", "unlink", "exists", "expire", "persist", "pttl",
+    "get", "getrange", "mget", "set", "del", "unlink", "exists", "expire", "persist", "pttl",
     "hset", "hsetnx", "hget", "hmget", "hgetall", "hvals",
     "sadd", "srem", "smembers", "sismember", "scard", "srandmember",
     "zadd", "zrem", "zrange", "zrevrange", "zrevrangebylex", "zscore",
@@ -80,6 +81,13 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(private_server: Privat
         saver.pin_thread("copy")
         saver.prune(["copy"], strategy="keep_latest")
         saver.delete_for_runs(["no-such-run"])
+        # values stored against bases (reference compression), and a fork sharing one
+        chat = Chat("long")
+        for _ in range(4):
+            chat.turn(saver)
+        chat.parent = chat.put[1][0]
+        chat.turn(saver)
+        chat.check(saver)
         assert saver.check_invariants() == []
         assert graph.get_state({"configurable": {"thread_id": "t"}}).values[
             "messages"

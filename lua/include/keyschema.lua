@@ -86,6 +86,24 @@ local function ref_channel(ref)
   return string.sub(ref, 1, string.find(ref, ":", 1, true) - 1)
 end
 
+-- The ref of the base a stored blob was compressed against, for a blob stored
+-- "zr:<base ref>;<type>\0<bytes>" (src/langgraph/checkpoint/rediskv/compression.py), or nil
+-- for one stored in full. A record that references such a blob references its base too.
+local function blob_base(stored)
+  if string.sub(stored, 1, 3) ~= "zr:" then return nil end
+  local semi = string.find(stored, ";", 4, true)
+  return semi and string.sub(stored, 4, semi - 1) or nil
+end
+
+-- blob_base of the blob at `key` ("" when gone), reading only the head of the value.
+local function stored_base(key)
+  local head = redis.call("GETRANGE", key, 0, 255)
+  if string.sub(head, 1, 3) == "zr:" and not string.find(head, ";", 4, true) then
+    head = redis.call("GET", key) or ""  -- a base ref longer than the head
+  end
+  return blob_base(head)
+end
+
 -- Undo enc().
 local function dec(s)
   return (string.gsub(s, "%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))

@@ -9,11 +9,21 @@ starts with ``z:`` or ``u:`` is stored behind ``u:``, so it is never taken for a
 
 zstd level 1 by default: on chat messages of real prose it compresses about 2.9x at about
 5 us of CPU per KB, level 3 gains 1% for a third more CPU (see benchmarks/README.md).
+
+Reference compression: a channel value can also be stored compressed against an earlier
+value of the same channel (its *base*, a blob stored in full), whose serialized bytes serve as
+the zstd dictionary. A chat's ``messages`` differs from its previous version by a message or
+two, so such a value takes a few hundred bytes where a full one takes kilobytes. Its type is
+``zr:<base ref>;<type>``; the base's ref is also listed in every checkpoint record that
+references the value, so the base lives as long as the value does (lua/put_checkpoint.lua).
+Which base to use is the saver's choice (:class:`BaseCache`); reading needs only the base.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import zstandard
@@ -24,8 +34,11 @@ DEFAULT_LEVEL = 1
 # Smaller values gain little (a zstd frame costs ~10 bytes) and are most of the calls.
 MIN_SIZE = 128
 MARK = "z:"
+# A value compressed against a base: "zr:<base ref>;<type>" (refs are encoded: never ";").
+REF_MARK = "zr:"
 # An uncompressed value whose serializer type starts with a mark gets this one in front too.
 ESCAPE = "u:"
+MARKS = (MARK, REF_MARK, ESCAPE)
 
 
 def compression_level(compression: Any) -> int | None:
@@ -64,32 +77,73 @@ class ZstdSerializer(SerializerProtocol):
         return decompressor
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        type_, data = self.inner.dumps_typed(obj)
+        return self.pack(*self.inner.dumps_typed(obj))
+
+    def pack(self, type_: str, data: bytes) -> tuple[str, bytes]:
+        """The stored form of the serializer's ``(type, bytes)``: compressed when it pays."""
         if self.level is not None and len(data) >= MIN_SIZE:
             packed = self._compressor().compress(data)
             if len(packed) < len(data):
                 return MARK + type_, packed
-        if type_.startswith((MARK, ESCAPE)):
+        if type_.startswith(MARKS):
             return ESCAPE + type_, data  # the serializer's own type looks like a mark
         return type_, data
 
-    def loads_typed(self, data: tuple[str, bytes]) -> Any:
-        type_, payload = data
+    def pack_against(
+        self, type_: str, data: bytes, base_ref: str, base_raw: bytes
+    ) -> tuple[str, bytes]:
+        """The serializer's ``(type, bytes)`` compressed with the serialized bytes of the base
+        as dictionary (compression on only)."""
+        dictionary = _dictionary(base_raw)
+        # with a checksum of the content (4 bytes): decompressed against anything but the
+        # base's bytes, the value fails to read instead of coming out wrong
+        compressor = zstandard.ZstdCompressor(
+            level=self.level or 1, dict_data=dictionary, write_checksum=True
+        )
+        return f"{REF_MARK}{base_ref};{type_}", compressor.compress(data)
+
+    def unpack(
+        self, type_: str, payload: bytes, base_raw: bytes | None = None
+    ) -> tuple[str, bytes]:
+        """The serializer's ``(type, bytes)`` of a stored value; ``base_raw``: the serialized
+        bytes of its base, for a value compressed against one."""
         if type_.startswith(ESCAPE):
-            return self.inner.loads_typed((type_[len(ESCAPE) :], payload))
+            return type_[len(ESCAPE) :], payload
+        if type_.startswith(REF_MARK):
+            if base_raw is None:
+                raise ValueError(f"a stored value of type {type_!r} is read without its base")
+            try:
+                decompressor = zstandard.ZstdDecompressor(dict_data=_dictionary(base_raw))
+                return type_.split(";", 1)[1], decompressor.decompress(payload)
+            except zstandard.ZstdError as exc:
+                raise ValueError(
+                    f"a stored value of type {type_!r} does not decompress with its base: {exc}"
+                ) from exc
         if type_.startswith(MARK):
             try:
                 payload = self._decompressor().decompress(payload)
             except zstandard.ZstdError as exc:
-                if "+" in type_:
-                    # "z:msgpack+aes" here: encrypted, and this reader has no cipher; the
-                    # serializer says so ("Unknown serialization type")
-                    return self.inner.loads_typed(data)
                 raise ValueError(
                     f"a stored value marked {type_!r} is not valid zstd: {exc}"
                 ) from exc
-            type_ = type_[len(MARK) :]
-        return self.inner.loads_typed((type_, payload))
+            return type_[len(MARK) :], payload
+        return type_, payload
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        type_, payload = data
+        try:
+            unpacked = self.unpack(type_, payload)
+        except ValueError:
+            if "+" in type_:
+                # "z:msgpack+aes" here: encrypted, and this reader has no cipher; the
+                # serializer says so ("Unknown serialization type")
+                return self.inner.loads_typed(data)
+            raise
+        return self.inner.loads_typed(unpacked)
+
+
+def _dictionary(base_raw: bytes) -> zstandard.ZstdCompressionDict:
+    return zstandard.ZstdCompressionDict(base_raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
 
 
 def with_compression(serde: SerializerProtocol, level: int | None) -> SerializerProtocol:
@@ -97,3 +151,67 @@ def with_compression(serde: SerializerProtocol, level: int | None) -> Serializer
     if isinstance(serde, EncryptedSerializer):
         return EncryptedSerializer(serde.cipher, ZstdSerializer(serde.serde, level))
     return ZstdSerializer(serde, level)
+
+
+# Reference compression (see the module docstring). Values smaller than this gain too little
+# to be worth a dictionary; a value compressed against its base must come to at most this
+# share of the base's stored size, else it is stored in full and becomes the next base (the
+# further a channel moves from its base, the less the base helps).
+REF_MIN_SIZE = 1024
+REF_MAX_SHARE = 0.5
+# The bases a saver keeps in memory, in bytes of their serialized values.
+BASE_CACHE_BYTES = 32 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """A full stored value that later values of its channel are compressed against."""
+
+    ref: str  # "C:V", encoded, as in bv
+    raw: bytes  # its serialized bytes: the dictionary
+    stored_len: int  # the length of its stored form
+
+
+class BaseCache:
+    """The base of each (hash tag, encoded namespace, channel): the latest full value of it
+    that this process wrote, or read with get_tuple. Least recently used out first, bounded
+    by bytes. A miss costs only room: the value is stored in full and becomes the base. A base
+    that is gone from Redis by now (deleted, pruned, expired) is found out by the put, which
+    then sends the value in full."""
+
+    def __init__(self, max_bytes: int = BASE_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._bases: OrderedDict[tuple[str, str, str], Base] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # one saver serves many threads
+
+    def get(self, key: tuple[str, str, str]) -> Base | None:
+        with self._lock:
+            base = self._bases.get(key)
+            if base is not None:
+                self._bases.move_to_end(key)
+            return base
+
+    def put(self, key: tuple[str, str, str], base: Base) -> None:
+        if len(base.raw) > self.max_bytes:
+            return
+        with self._lock:
+            old = self._bases.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.raw)
+            self._bases[key] = base
+            self._bytes += len(base.raw)
+            while self._bytes > self.max_bytes:
+                _, dropped = self._bases.popitem(last=False)
+                self._bytes -= len(dropped.raw)
+
+    def drop(self, key: tuple[str, str, str]) -> None:
+        with self._lock:
+            old = self._bases.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.raw)
+
+    def drop_thread(self, tag: str) -> None:
+        with self._lock:
+            for key in [key for key in self._bases if key[0] == tag]:
+                self._bytes -= len(self._bases.pop(key).raw)

@@ -27,12 +27,22 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
     writes_sort_key,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.base import CipherProtocol, SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from redis.exceptions import OutOfMemoryError, ResponseError
 
 from . import bulk
 from .canonical import canonical
-from .compression import DEFAULT_LEVEL, with_compression
+from .compression import (
+    DEFAULT_LEVEL,
+    REF_MARK,
+    REF_MAX_SHARE,
+    REF_MIN_SIZE,
+    Base,
+    BaseCache,
+    ZstdSerializer,
+    with_compression,
+)
 from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
 from .settings import TTLSettings
 
@@ -79,6 +89,7 @@ TRIGGER_CHANNEL_PREFIX = "branch:to:"
 # a reader older than the mark refuses it ("Unknown serialization type") rather than
 # returning the checkpoint without those values.
 INLINE_MARK = b"u:i:"
+REF_MARK_B = REF_MARK.encode()
 
 PRUNE_STRATEGIES = {
     "keep_latest": "prune",
@@ -209,11 +220,22 @@ class SaverCore:
     compression: int | None = DEFAULT_LEVEL
     # keep only the newest this many checkpoints per namespace (0: all), see lua/include/trim.lua
     keep_last: int = 0
+    # the bases channel values are compressed against (mutable on purpose: a per-saver cache)
+    bases: BaseCache = dataclasses.field(default_factory=BaseCache)
     # the serializer wrapped for storage: compression inside any encryption
     storage: SerializerProtocol = dataclasses.field(init=False)
+    # its layers: the compression, and the cipher of an EncryptedSerializer (or None)
+    zstd: ZstdSerializer = dataclasses.field(init=False)
+    cipher: CipherProtocol | None = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "storage", with_compression(self.serde, self.compression))
+        storage = with_compression(self.serde, self.compression)
+        object.__setattr__(self, "storage", storage)
+        cipher = storage.cipher if isinstance(storage, EncryptedSerializer) else None
+        zstd = storage.serde if isinstance(storage, EncryptedSerializer) else storage
+        assert isinstance(zstd, ZstdSerializer)
+        object.__setattr__(self, "zstd", zstd)
+        object.__setattr__(self, "cipher", cipher)
 
     def with_serde(self, serde: SerializerProtocol) -> SaverCore:
         return replace(self, serde=serde)
@@ -242,6 +264,76 @@ class SaverCore:
         type_, _, data = stored.partition(b"\0")
         return self.storage.loads_typed((type_.decode(), data))
 
+    def dumps_channel(
+        self, key: tuple[str, str, str], ref: str, value: Any, use_base: bool = True
+    ) -> tuple[bytes, str | None]:
+        """A channel value as stored, and the ref of the base it was compressed against (None:
+        stored in full). ``key``: (hash tag, encoded namespace, channel), where the base
+        comes from; a full value of a size worth it becomes the next base there."""
+        zstd, cipher = self.zstd, self.cipher
+        try:
+            type_, raw = zstd.inner.dumps_typed(value)
+            raw = bytes(raw)
+            worth_a_base = zstd.level is not None and len(raw) >= REF_MIN_SIZE
+            base = self.bases.get(key) if use_base and worth_a_base else None
+            packed = None
+            if base is not None and base.ref != ref:
+                packed = zstd.pack_against(type_, raw, base.ref, base.raw)
+                if len(packed[1]) > REF_MAX_SHARE * base.stored_len:
+                    packed = None  # too far from its base: a new base
+            if packed is None:
+                base = None
+                packed = zstd.pack(type_, raw)
+            stored_type, data = packed
+            if cipher is not None:
+                cipher_name, data = cipher.encrypt(data)
+                stored_type = f"{stored_type}+{cipher_name}"
+        except Exception as exc:
+            raise SerializationError(
+                f"cannot serialize channel {key[2]!r} ({type(value).__name__}): {exc}"
+            ) from exc
+        stored = stored_type.encode() + b"\0" + bytes(data)
+        if base is None and worth_a_base:
+            self.bases.put(key, Base(ref, raw, len(stored)))
+        return stored, base.ref if base is not None else None
+
+    def _raw(self, stored: bytes) -> tuple[str, bytes]:
+        """The serializer's (type, bytes) of a value stored in full."""
+        type_b, _, data = stored.partition(b"\0")
+        type_ = type_b.decode()
+        if "+" in type_ and self.cipher is not None:
+            type_, cipher_name = type_.split("+", 1)
+            data = self.cipher.decrypt(cipher_name, data)
+        return self.zstd.unpack(type_, data)
+
+    def loads_channel(
+        self, ref: bytes, stored: bytes, by_ref: dict[bytes, bytes]
+    ) -> tuple[Any, Base | None]:
+        """A channel value, and the base for its channel's next values: the one it was
+        compressed against, or itself when stored in full (None when too small for one).
+        ``by_ref``: the other blobs of the checkpoint, among them any base."""
+        if self.cipher is None and b"+" in stored.partition(b"\0")[0]:
+            return self.loads(stored), None  # encrypted, no cipher: the serializer says so
+        if not stored.startswith(REF_MARK_B):
+            type_, raw = self._raw(stored)
+            value = self.zstd.inner.loads_typed((type_, raw))
+            if self.zstd.level is None or len(raw) < REF_MIN_SIZE:
+                return value, None
+            return value, Base(ref.decode(), raw, len(stored))
+        type_b, _, data = stored.partition(b"\0")
+        type_ = type_b.decode()
+        base_ref = type_[len(REF_MARK) : type_.index(";")]
+        base_stored = by_ref.get(base_ref.encode())
+        if base_stored is None:
+            raise ValueError(f"the blob {ref.decode()!r} is read without its base {base_ref!r}")
+        _, base_raw = self._raw(base_stored)
+        if "+" in type_ and self.cipher is not None:
+            type_, cipher_name = type_.split("+", 1)
+            data = self.cipher.decrypt(cipher_name, data)
+        inner_type, raw = self.zstd.unpack(type_, data, base_raw)
+        value = self.zstd.inner.loads_typed((inner_type, raw))
+        return value, Base(base_ref, base_raw, len(base_stored))
+
     def canonical(self, value: Any) -> str:
         """The metadata filter form of a value (see :mod:`.canonical`): equal values give
         equal strings in every process, and values of different JSON types never do (``7``
@@ -269,7 +361,11 @@ class SaverCore:
         rows.sort(key=lambda row: row[0])
         return [write for _, write in rows]
 
-    def decode_record(self, thread_id: str, record: Sequence[Any]) -> CheckpointTuple:
+    def decode_record(
+        self, thread_id: str, record: Sequence[Any], warm: bool = False
+    ) -> CheckpointTuple:
+        """A checkpoint as a script returns it (include/records.lua). ``warm``: remember the
+        bases of its channels, as a put that follows it compresses against them."""
         ns_enc, raw_id, ck, md, parent, blobs, writes = record
         ns = decode_part(ns_enc.decode())
         checkpoint_id = raw_id.decode()
@@ -279,9 +375,23 @@ class SaverCore:
         else:
             checkpoint = self.loads(ck)
             values = {}
-        for ref, stored in zip(blobs[::2], blobs[1::2], strict=True):
-            if stored is not None:
-                values[decode_part(ref.split(b":", 1)[0].decode())] = self.loads(stored)
+        by_ref = dict(zip(blobs[::2], blobs[1::2], strict=True))
+        tag = self.keys.tag(thread_id) if warm else ""
+        for ref, stored in by_ref.items():
+            channel = decode_part(ref.split(b":", 1)[0].decode())
+            # a channel's first ref is its value; later ones are bases of values
+            if stored is None or channel in values:
+                continue
+            if not warm:
+                values[channel] = (
+                    self.loads(stored)
+                    if not stored.startswith(REF_MARK_B)
+                    else self.loads_channel(ref, stored, by_ref)[0]
+                )
+                continue
+            values[channel], base = self.loads_channel(ref, stored, by_ref)
+            if base is not None:
+                self.bases.put((tag, ns_enc.decode(), channel), base)
         checkpoint["channel_values"] = values
         return CheckpointTuple(
             config=_config(thread_id, ns, checkpoint_id),
@@ -320,22 +430,32 @@ class SaverCore:
         ref_of = {
             ch: blob_ref(ch, versions[ch]) for ch in values if ch in versions and ch not in inline
         }
-        refs = ",".join(ref_of.values())
         run_id = full_metadata.get("run_id")
 
         meta_args: list[Arg] = [len(full_metadata)]
         for key, value in full_metadata.items():
             meta_args += [f"m:{key}", self.canonical(value)]
         written: set[str] = set()  # channels whose value goes out with the call
+        in_full: set[str] = set()  # channels whose base is gone: their values go out in full
+        base_of: dict[str, str] = {}  # channel -> the base its value went out against
 
         def call() -> ScriptCall:
             blob_args: list[Arg] = []
             shared: list[Arg] = []  # refs of blobs stored before: the script checks them
+            base_of.clear()
             for channel, ref in ref_of.items():
                 if channel in written:
-                    blob_args += [ref, self.dumps(values[channel], f"channel {channel!r}")]
+                    stored, base = self.dumps_channel(
+                        (tag, ns_enc, channel), ref, values[channel], channel not in in_full
+                    )
+                    blob_args += [ref, stored]
+                    if base is not None:
+                        base_of[channel] = base
                 else:
                     shared.append(ref)
+            # the bases go with the record (after the refs of the values): a base lives as
+            # long as the values compressed against it, and get_tuple reads them together
+            bases = list(dict.fromkeys(base_of.values()))
             return ScriptCall(
                 "put_checkpoint",
                 (
@@ -351,7 +471,7 @@ class SaverCore:
                     parent_id,
                     stored_checkpoint,
                     stored_metadata,
-                    refs,
+                    ",".join([*ref_of.values(), *bases]),
                     encode_part(str(run_id)) if run_id is not None else "",
                     self.ttl_seconds,
                     self._indexed_arg,
@@ -359,15 +479,29 @@ class SaverCore:
                     *meta_args,
                     len(blob_args) // 2,
                     *blob_args,
-                    len(shared),
+                    len(shared) + len(bases),
                     *shared,
+                    *bases,
                 ),
             )
 
+        channel_of = {ref: channel for channel, ref in ref_of.items()}
+
         def resend(missing: list[bytes]) -> None:
             # blobs it shares with its parent are gone (expired during a long superstep, or
-            # removed by a concurrent prune): store them again with this checkpoint
-            written.update(decode_part(ref.split(b":", 1)[0].decode()) for ref in missing)
+            # removed by a concurrent prune): store them again with this checkpoint; a base
+            # that is gone, or a value sent against a base over one stored in another form:
+            # send the values in full
+            for ref in (r.decode() for r in missing):
+                if channel_of.get(ref) in written:
+                    in_full.add(channel_of[ref])
+                    continue
+                users = [channel for channel, base in base_of.items() if base == ref]
+                for channel in users:
+                    in_full.add(channel)
+                    self.bases.drop((tag, ns_enc, channel))
+                if not users:
+                    written.add(decode_part(ref.split(":", 1)[0]))
 
         written.update(ch for ch in new_versions if ch in ref_of)
         yield from self.register_metadata_index()
@@ -456,7 +590,7 @@ class SaverCore:
                 self.read_ttl_seconds,
             ),
         )
-        return self.decode_record(thread_id, record) if record else None
+        return self.decode_record(thread_id, record, warm=True) if record else None
 
     def _list_call(
         self,

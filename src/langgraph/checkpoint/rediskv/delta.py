@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, get_checkpoint_id
 
+from .compression import REF_MARK
 from .core import Op, SaverCore, ScriptCall, thread_id_of
 from .keys import encode_part
 
@@ -72,8 +73,16 @@ def get_delta_channel_history(
                 step.setdefault(write[1], []).append(write)
             for channel, channel_writes in step.items():
                 found[channel].append(channel_writes)
-            for position, stored in zip(seed_pairs[::2], seed_pairs[1::2], strict=True):
-                seeds[open_channels[int(position) - 1]] = core.loads(stored)
+            for position, stored, base in zip(
+                seed_pairs[::3], seed_pairs[1::3], seed_pairs[2::3], strict=True
+            ):
+                if base is None:
+                    seeds[open_channels[int(position) - 1]] = core.loads(stored)
+                else:  # compressed against a base (see .compression)
+                    base_ref = stored[len(REF_MARK) : stored.index(b";")]
+                    seeds[open_channels[int(position) - 1]] = core.loads_channel(
+                        b"", stored, {base_ref: base}
+                    )[0]
         if reply[0] is None:
             break
         start, resume = reply[0].decode(), "1"

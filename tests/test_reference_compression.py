@@ -1,0 +1,262 @@
+"""Reference compression: a channel value stored compressed against an earlier value of its
+channel (its base), whose serialized bytes are the zstd dictionary.
+
+A chat's ``messages`` grows by a message or two per version, so after its first version a
+value takes a few hundred bytes instead of kilobytes. What must hold: every checkpoint reads
+back exactly; every record that references a value also lists its base (so prunes, trims,
+expiry and copies keep the base as long as the value); a base that is gone makes the put send
+the value in full; a stored value never takes another base; a cold saver (a restart) warms
+up from get_tuple; encryption, delta-channel seeds and compression=False work as before.
+The lifecycle under every operation, ttl and restart is the model test's (its messages and
+summary values are stored against bases).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import redis
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.compression import REF_MARK
+
+from .conftest import RoundTrips, keys_of
+from .test_contract import cfg, make_checkpoint
+
+PROSE = (Path(__file__).parent.parent / "README.md").read_text()
+
+
+def message(n: int) -> Any:
+    """Message n of a chat: the first one long (so that the first version of ``messages`` is
+    over REF_MIN_SIZE, a base), the others of a chat's usual length."""
+    text = f"{n}: {PROSE[(n * 211) % 20000 :][: 1200 if n == 1 else 300]}"
+    return HumanMessage(text, id=f"m{n}") if n % 2 else AIMessage(text, id=f"m{n}")
+
+
+class Chat:
+    """A thread whose ``messages`` grows by one message a checkpoint, put through a saver."""
+
+    def __init__(self, thread: str = "t") -> None:
+        self.thread = thread
+        self.messages: list[Any] = []
+        self.parent: str | None = None
+        self.version = 0
+        self.put: list[tuple[str, list[Any]]] = []  # (checkpoint id, messages)
+
+    def turn(self, saver: RedisSaver, run: str = "run-1") -> str:
+        self.version += 1
+        self.messages = [*self.messages, message(self.version)]
+        version = f"{self.version:08d}"
+        checkpoint = make_checkpoint(
+            {"messages": self.messages, "turn": self.version},
+            {"messages": version, "turn": version},
+        )
+        config = saver.put(
+            cfg(self.thread, "", self.parent),
+            checkpoint,
+            {"source": "loop", "step": self.version, "run_id": run},
+            {"messages": version, "turn": version},
+        )
+        self.parent = config["configurable"]["checkpoint_id"]
+        self.put.append((checkpoint["id"], list(self.messages)))
+        return checkpoint["id"]
+
+    def check(self, saver: RedisSaver, ids: list[str] | None = None) -> None:
+        for checkpoint_id, messages in self.put:
+            if ids is None or checkpoint_id in ids:
+                got = saver.get_tuple(cfg(self.thread, "", checkpoint_id))
+                assert got is not None, checkpoint_id
+                assert got.checkpoint["channel_values"]["messages"] == messages
+
+
+def message_blobs(client: redis.Redis, prefix: str) -> dict[str, bytes]:
+    """version -> stored value of each messages blob."""
+    out = {}
+    for key in keys_of(client, f"{prefix}:blob:*:messages:*"):
+        value = client.get(key)
+        assert value is not None
+        out[key.rsplit(":", 1)[1]] = value
+    return out
+
+
+def record_refs(client: redis.Redis, prefix: str, checkpoint_id: str) -> list[str]:
+    (key,) = keys_of(client, f"{prefix}:cp:*:{checkpoint_id}")
+    bv = client.hget(key, "bv")
+    assert bv is not None
+    return bv.decode().split(",")
+
+
+def test_a_growing_chat_is_stored_against_bases_and_reads_back(
+    saver: RedisSaver, prefix: str, client: redis.Redis
+) -> None:
+    chat = Chat()
+    ids = [chat.turn(saver) for _ in range(12)]
+    blobs = message_blobs(client, prefix)
+    referenced = {v for v, stored in blobs.items() if stored.startswith(REF_MARK.encode())}
+    # the first version is a base; a later one is stored against the latest base while it
+    # comes to at most half of the base's stored size, else it is the next base
+    assert "00000001" not in referenced and "00000002" in referenced
+    assert blobs["00000002"].startswith(b"zr:messages:00000001;msgpack\0")
+    assert len(referenced) >= 6
+    full = {v: stored for v, stored in blobs.items() if v not in referenced}
+    for version in referenced:
+        base = blobs[version].split(b";", 1)[0].decode()[len(REF_MARK) :]
+        assert base.startswith("messages:") and base.split(":")[1] in full
+    assert sum(len(b) for b in blobs.values()) < 0.5 * sum(
+        len(saver._core.dumps(m, "x")) for _, m in chat.put
+    )
+    # each record lists its value's ref first, then the base
+    refs = record_refs(client, prefix, ids[-1])
+    messages_refs = [r for r in refs if r.startswith("messages:")]
+    assert messages_refs[0] == "messages:00000012"
+    if "00000012" in referenced:
+        assert len(messages_refs) == 2
+    chat.check(saver)
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == ids[::-1]
+    assert saver.check_invariants() == []
+
+
+def test_a_restarted_saver_goes_on_against_the_base_it_reads(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    chat = Chat()
+    with RedisSaver(server_url, prefix=prefix) as first:
+        chat.turn(first)
+        chat.turn(first)
+    bases_before = {
+        v for v, s in message_blobs(client, prefix).items() if not s.startswith(b"zr:")
+    }
+    with RedisSaver(server_url, prefix=prefix) as second:  # a cold cache
+        assert second.get_tuple(cfg("t")) is not None  # as LangGraph does before a run
+        chat.turn(second)
+        stored = message_blobs(client, prefix)["00000003"]
+        assert stored.startswith(b"zr:messages:00000001;")
+        chat.check(second)
+    assert bases_before == {"00000001"}
+
+
+def test_prune_trim_and_delete_for_runs_keep_the_bases_of_what_they_keep(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        chat = Chat("pruned")
+        for _ in range(6):
+            chat.turn(saver)
+        saver.prune(["pruned"])
+        chat.check(saver, [chat.put[-1][0]])
+
+        runs = Chat("runs")
+        runs.turn(saver, "run-a")  # the base
+        later = [runs.turn(saver, "run-b") for _ in range(3)]
+        saver.delete_for_runs(["run-a"])
+        runs.check(saver, later)
+        assert saver.check_invariants() == []
+    with RedisSaver(server_url, prefix=prefix, keep_last=1) as trimming:
+        trimmed = Chat("trimmed")
+        for _ in range(6):
+            trimmed.turn(trimming)
+        trimmed.check(trimming, [trimmed.put[-1][0]])
+        assert len(list(trimming.list(cfg("trimmed")))) == 1
+        trimming.copy_thread("trimmed", "copy")
+        copied = trimming.get_tuple(cfg("copy"))
+        assert copied is not None
+        assert copied.checkpoint["channel_values"]["messages"] == trimmed.messages
+        assert trimming.check_invariants() == []
+
+
+def test_a_base_that_is_gone_makes_the_put_send_the_value_in_full(
+    server_url: str, prefix: str, client: redis.Redis, round_trips: RoundTrips
+) -> None:
+    with RedisSaver(server_url, prefix=prefix) as writer, RedisSaver(
+        server_url, prefix=prefix
+    ) as other:
+        chat = Chat()
+        chat.turn(writer)  # writer's cache: version 1 is the base
+        other.delete_thread("t")  # another process deletes the thread
+        chat.parent = None
+        chat.turn(writer)  # compressed against version 1, which is gone: sent again in full
+        assert not message_blobs(client, prefix)["00000002"].startswith(b"zr:")
+        chat.check(writer, [chat.put[-1][0]])
+        assert writer.check_invariants() == []
+
+
+def test_a_stored_value_never_takes_another_base(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix) as first:
+        chat = Chat()
+        chat.turn(first)
+        second_id = chat.turn(first)  # version 2 against version 1
+        version_2 = chat.put[-1][1]
+        assert message_blobs(client, prefix)["00000002"].startswith(b"zr:messages:00000001;")
+    with RedisSaver(server_url, prefix=prefix) as other:
+        fork = Chat("t")
+        fork.version = 2
+        fork.messages = list(version_2)
+        fork.parent = second_id
+        fork.turn(other)  # version 3 in full: other's base
+        # other puts checkpoint 2 again, the same versions: against its base (version 3) it
+        # would need a base no record of version 2 lists; it goes in full instead
+        checkpoint = make_checkpoint(
+            {"messages": version_2, "turn": 2}, {"messages": "00000002", "turn": "00000002"}
+        )
+        checkpoint["id"] = second_id
+        other.put(cfg("t", "", chat.put[0][0]), checkpoint, {"step": 2}, {"messages": "00000002"})
+        stored = message_blobs(client, prefix)["00000002"]
+        assert not stored.startswith(b"zr:messages:00000003;")
+        chat.check(other)
+        fork.check(other)
+        assert other.check_invariants() == []
+
+
+def test_encrypted_values_are_compressed_against_bases_before_encryption(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
+    with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
+        chat = Chat()
+        for _ in range(4):
+            chat.turn(saver)
+        blobs = message_blobs(client, prefix)
+        assert blobs["00000002"].startswith(b"zr:messages:00000001;msgpack+aes\0")
+        assert b"README" not in b"".join(blobs.values())
+        chat.check(saver)
+    with RedisSaver(server_url, prefix=prefix) as without_key:
+        try:
+            without_key.get_tuple(cfg("t"))
+        except Exception as exc:  # LangGraph's serializer says it cannot read it
+            assert "aes" in str(exc) or "Unknown serialization type" in str(exc)
+        else:
+            raise AssertionError("read encrypted values without the key")
+
+
+def test_no_bases_without_compression(server_url: str, prefix: str, client: redis.Redis) -> None:
+    with RedisSaver(server_url, prefix=prefix, compression=False) as saver:
+        chat = Chat()
+        for _ in range(4):
+            chat.turn(saver)
+        assert not any(s.startswith(b"zr:") for s in message_blobs(client, prefix).values())
+        chat.check(saver)
+
+
+def test_a_seed_stored_against_a_base_is_read_with_it(saver: RedisSaver) -> None:
+    def scenario(saver: Any) -> Any:
+        config = None
+        for step in range(3):
+            values = {"log": [message(n) for n in range(step + 4)]} if step < 2 else {}
+            checkpoint = make_checkpoint(values, {"log": str(min(step, 1))})
+            metadata: dict[str, Any] = {"step": step}
+            if step == 2:  # "log" is a DeltaChannel from here on
+                metadata["counters_since_delta_snapshot"] = {"log": 1}
+            config = saver.put(
+                config or cfg("t"), checkpoint, metadata, {"log": str(step)} if values else {}
+            )
+        return saver.get_delta_channel_history(config=config, channels=["log"])
+
+    expected = scenario(InMemorySaver())
+    assert expected["log"]["seed"] == [message(n) for n in range(5)]
+    assert scenario(saver) == expected
