@@ -71,7 +71,13 @@ while i <= #ARGV do
     -- the target may have this blob already, shared with its own checkpoints: its expiry
     -- only grows (KEEPTTL, then keep_alive); without a ttl it stops expiring
     local left = redis.call("PTTL", key)
-    redis.call("SET", key, ARGV[i + 3], "KEEPTTL")
+    -- a stored value compressed against a base keeps it: the target's records that reference
+    -- it list that base, not the source's (a full value needs none, so it may replace any);
+    -- the copied records list the stored value's base (below)
+    local base = blob_base(ARGV[i + 3])
+    if left == -2 or not base or stored_base(key) == base then
+      redis.call("SET", key, ARGV[i + 3], "KEEPTTL")
+    end
     keep_alive(key, ttl, left == -2, left)
     if ttl > 0 and (left == -1 or left > ttl * 1000) then
       -- it outlives the copied checkpoints that use it: loose, so that a delete finds it
@@ -112,6 +118,7 @@ while i <= #ARGV do
     redis.call("DEL", key)
     for j = 0, count - 1 do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]
+      if kind == "c" and field == "bv" then value = with_stored_bases(K, ns, value) end
       redis.call("HSET", key, field, value)
       if kind == "c" and field == "r" then
         -- containers the target may already have: their expiry only grows (keep_alive)

@@ -260,3 +260,32 @@ def test_a_seed_stored_against_a_base_is_read_with_it(saver: RedisSaver) -> None
     expected = scenario(InMemorySaver())
     assert expected["log"]["seed"] == [message(n) for n in range(5)]
     assert scenario(saver) == expected
+
+
+def test_a_copy_onto_a_thread_with_the_same_values_in_another_form(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """copy_thread onto a thread that holds some of the same blobs stored another way (a
+    copy made before, whose value was since put again in full): every checkpoint of both
+    threads reads back, and every record lists the bases of its blobs."""
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        chat = Chat("source")
+        for _ in range(3):
+            chat.turn(saver)
+        saver.copy_thread("source", "target")
+    with RedisSaver(server_url, prefix=prefix) as cold:  # no bases: puts values in full
+        second_id, messages = chat.put[1]
+        checkpoint = make_checkpoint(
+            {"messages": messages, "turn": 2}, {"messages": "00000002", "turn": "00000002"}
+        )
+        checkpoint["id"] = second_id
+        cold.put(cfg("target", "", chat.put[0][0]), checkpoint, {"step": 2},
+                 {"messages": "00000002"})
+        (key,) = keys_of(client, f"{prefix}:blob:{{target}}:*:messages:00000002")
+        assert not client.get(key).startswith(b"zr:")  # type: ignore[union-attr]
+        cold.copy_thread("source", "target")  # the source's version 2 is stored against 1
+        assert not client.get(key).startswith(b"zr:")  # type: ignore[union-attr]
+        for thread in ("source", "target"):
+            chat.thread = thread
+            chat.check(cold)
+        assert cold.check_invariants() == []

@@ -104,6 +104,22 @@ local function stored_base(key)
   return blob_base(head)
 end
 
+-- A record's bv with the base of each of its blobs that is stored against one it does not
+-- list yet, appended.
+local function with_stored_bases(K, ns, bv)
+  local listed = {}
+  local refs = split_refs(bv)
+  for _, ref in ipairs(refs) do listed[ref] = true end
+  for _, ref in ipairs(refs) do
+    local base = stored_base(K.blob(ns, ref))
+    if base and not listed[base] then
+      listed[base] = true
+      bv = bv .. "," .. base
+    end
+  end
+  return bv
+end
+
 -- Undo enc().
 local function dec(s)
   return (string.gsub(s, "%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
