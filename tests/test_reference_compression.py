@@ -155,12 +155,19 @@ def test_prune_trim_and_delete_for_runs_keep_the_bases_of_what_they_keep(
         saver.delete_for_runs(["run-a"])
         runs.check(saver, later)
         assert saver.check_invariants() == []
-    with RedisSaver(server_url, prefix=prefix, keep_last=1) as trimming:
+    with RedisSaver(server_url, prefix=prefix, keep_last=2) as trimming:
         trimmed = Chat("trimmed")
         for _ in range(6):
             trimmed.turn(trimming)
-        trimmed.check(trimming, [trimmed.put[-1][0]])
-        assert len(list(trimming.list(cfg("trimmed")))) == 1
+        kept = [checkpoint_id for checkpoint_id, _ in trimmed.put[-2:]]
+        trimmed.check(trimming, kept)
+        assert [t.checkpoint["id"] for t in trimming.list(cfg("trimmed"))] == kept[::-1]
+        # the kept ones are stored against version 1, trimmed with its checkpoint but kept
+        # as their base
+        refs = record_refs(client, prefix, kept[-1])
+        assert [r for r in refs if r.startswith("messages:")] == [
+            "messages:00000006", "messages:00000001"
+        ]
         trimming.copy_thread("trimmed", "copy")
         copied = trimming.get_tuple(cfg("copy"))
         assert copied is not None
@@ -289,3 +296,17 @@ def test_a_copy_onto_a_thread_with_the_same_values_in_another_form(
             chat.thread = thread
             chat.check(cold)
         assert cold.check_invariants() == []
+
+
+def test_keep_last_1_stores_values_in_full(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """One checkpoint kept: a value and its base would take more than the value in full."""
+    with RedisSaver(server_url, prefix=prefix, keep_last=1) as saver:
+        chat = Chat()
+        for _ in range(4):
+            chat.turn(saver)
+        blobs = message_blobs(client, prefix)
+        assert list(blobs) == ["00000004"]
+        assert blobs["00000004"].startswith(b"z:msgpack\0")
+        chat.check(saver, [chat.put[-1][0]])

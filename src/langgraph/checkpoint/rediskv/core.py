@@ -274,7 +274,11 @@ class SaverCore:
         try:
             type_, raw = zstd.inner.dumps_typed(value)
             raw = bytes(raw)
-            worth_a_base = zstd.level is not None and len(raw) >= REF_MIN_SIZE
+            # keep_last=1 keeps one checkpoint: a value and its base would take more than the
+            # value in full
+            worth_a_base = (
+                zstd.level is not None and len(raw) >= REF_MIN_SIZE and self.keep_last != 1
+            )
             base = self.bases.get(key) if use_base and worth_a_base else None
             packed = None
             if base is not None and base.ref != ref:
