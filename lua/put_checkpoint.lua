@@ -11,9 +11,9 @@
   ARGV[5]  parent checkpoint id (raw, "" for none)
   ARGV[6]  checkpoint without channel values: "<type>\0<bytes>"
   ARGV[7]  metadata: "<type>\0<bytes>"
-  ARGV[8]  blob refs of every channel with a value, then of the bases the values sent with
-           this call were compressed against: "C:V,C:V,..." (the script adds the bases of the
-           shared blobs)
+  ARGV[8]  blob refs of every channel with a value, then after ",," those of the bases the
+           values sent with this call were compressed against: "C:V,C:V,,C:V" (the script adds
+           the bases of the shared blobs; see bv in include/keyschema.lua)
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
   ARGV[11] global metadata index: "-" for none (a cluster), else the saver's indexed metadata
@@ -23,14 +23,16 @@
            see include/trim.lua
   ARGV[13] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
-  then s, the number of the other refs of ARGV[8] (blobs stored before, bases among them),
-  then those s refs
+  then s, the number of the other value refs of ARGV[8] (blobs stored before), then those s
+  then d, the number of the bases of ARGV[8], then those d
 
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
   that are neither in this call nor stored (expired, or removed by a concurrent prune), or
   stored but without their base: nothing was written, and the client sends the call again
   with those values included (a missing base: with the values compressed against it in full).
+  A value sent against a base never replaces a stored value of another form: the records that
+  reference the stored one list its base, not this one's.
 
   Maxmemory: the script is flagged (no allow-oom), so a server over its maxmemory refuses it
   before it writes anything.
@@ -54,64 +56,52 @@ local nblobs, blob_first = tonumber(ARGV[i]), i + 1
 local shared_first = blob_first + 2 * nblobs + 1
 local left_of, missing = {}, {}
 local shared_last = shared_first + tonumber(ARGV[shared_first - 1]) - 1
-for j = shared_first, shared_last do
-  local left = redis.call("PTTL", K.blob(ns, ARGV[j]))
-  if left == -2 then missing[#missing + 1] = ARGV[j] else left_of[ARGV[j]] = left end
+local bases_first = shared_last + 2
+for j = shared_first, bases_first + tonumber(ARGV[bases_first - 1]) - 1 do
+  if j ~= bases_first - 1 then
+    local left = redis.call("PTTL", K.blob(ns, ARGV[j]))
+    if left == -2 then missing[#missing + 1] = ARGV[j] else left_of[ARGV[j]] = left end
+  end
 end
 -- A shared blob compressed against a base needs it: the record lists the base too, so that
 -- the base lives as long as the record (every walk that keeps or renews blobs goes by bv).
--- In a record, a channel's first ref is its value's and any later ones are bases. A shared
--- blob is mostly the parent's value of its channel: the parent's record names its bases (a
--- stored blob never takes another base, see below); for any other, the blob's head does.
-local bv, listed, first_of = ARGV[8], {}, {}
-for _, ref in ipairs(split_refs(bv)) do
-  listed[ref] = true
-  local channel = ref_channel(ref)
-  if not first_of[channel] then first_of[channel] = ref end
-end
-local parent_bases = nil  -- the parent's value refs -> the bases its record lists for them
-local function bases_of(ref)
-  if not parent_bases then
-    parent_bases = {}
-    local value_of = {}
-    local parent_bv = ARGV[5] ~= "" and redis.call("HGET", K.checkpoint(ns, ARGV[5]), "bv")
-    for _, other in ipairs(split_refs(parent_bv)) do
-      local channel = ref_channel(other)
-      if not value_of[channel] then
-        value_of[channel] = other
-        parent_bases[other] = {}
-      else
-        table.insert(parent_bases[value_of[channel]], other)
-      end
+-- A shared blob is mostly one of the parent's values: the parent's record lists its bases (a
+-- stored value never takes another base); for any other, the blob's head tells.
+local bv = ARGV[8]
+local parent_bv = shared_last >= shared_first and ARGV[5] ~= ""
+  and redis.call("HGET", K.checkpoint(ns, ARGV[5]), "bv")
+local parent_values, parent_bases = ",", {}  -- the parent's bases by channel
+if parent_bv then
+  local cut = string.find(parent_bv, ",,", 1, true)
+  parent_values = "," .. (cut and string.sub(parent_bv, 1, cut - 1) or parent_bv) .. ","
+  if cut then
+    for _, base in ipairs(split_refs(string.sub(parent_bv, cut + 2))) do
+      local channel = ref_channel(base)
+      parent_bases[channel] = parent_bases[channel] or {}
+      table.insert(parent_bases[channel], base)
     end
   end
-  return parent_bases[ref] or { stored_base(K.blob(ns, ref)) }
 end
 for j = shared_first, shared_last do
   local ref = ARGV[j]
-  if left_of[ref] and first_of[ref_channel(ref)] == ref then
-    for _, base in ipairs(bases_of(ref)) do
-      if not listed[base] then
+  if left_of[ref] then
+    local bases
+    if string.find(parent_values, "," .. ref .. ",", 1, true) then
+      bases = parent_bases[ref_channel(ref)] or {}
+    else
+      bases = { stored_base(K.blob(ns, ref)) }
+    end
+    for _, base in ipairs(bases) do
+      if not has_ref(bv, base) then
         local left = redis.call("PTTL", K.blob(ns, base))
         if left == -2 then
           missing[#missing + 1] = ref  -- maybe unreadable without it: sent again, in full
         else
-          listed[base] = true
           left_of[base] = left
-          bv = bv .. "," .. base
+          bv = with_base(bv, base)
         end
       end
     end
-  end
-end
--- A value sent compressed against a base must not replace a stored value of another form:
--- the records that reference the stored one do not list that base. Sent in full instead.
-for j = 0, nblobs - 1 do
-  local ref = ARGV[blob_first + 2 * j]
-  local base = blob_base(ARGV[blob_first + 2 * j + 1])
-  if base and stored_base(K.blob(ns, ref)) ~= base
-      and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
-    missing[#missing + 1] = ref
   end
 end
 if #missing > 0 then return missing end
@@ -163,7 +153,36 @@ if ttl > 0 then
   end
 end
 add_loose(K, ns, loose_refs, loose_lefts)
-redis.call("DEL", cp)
+if old[3] then redis.call("DEL", cp) end  -- (every record has a bv field)
+
+-- the values sent with this call
+for j = 0, nblobs - 1 do
+  local ref, value = ARGV[blob_first + 2 * j], ARGV[blob_first + 2 * j + 1]
+  local blob = K.blob(ns, ref)
+  local base = blob_base(value)
+  if base and not redis.call("SET", blob, value, "NX") then
+    -- stored already (a record put again): a value never takes another base, as the records
+    -- that reference the stored one list its base, not this one's; this record lists both
+    local stored = stored_base(blob)
+    if stored and stored ~= base then
+      local left = redis.call("PTTL", K.blob(ns, stored))
+      if left == -2 then
+        redis.call("SET", blob, value, "KEEPTTL")  -- unreadable as it was: ours replaces it
+      else
+        left_of[stored] = left
+        bv = with_base(bv, stored)
+      end
+    end
+    keep_alive(blob, ttl, false, sent_left[ref])
+  elseif base then
+    expire(blob, ttl)  -- just created
+  elseif ttl > 0 then
+    redis.call("SET", blob, value, "KEEPTTL")
+    keep_alive(blob, ttl, sent_left[ref] == -2, sent_left[ref])
+  else
+    redis.call("SET", blob, value)  -- without KEEPTTL: no expiry
+  end
+end
 
 -- the whole record in one HSET
 local fields = { "ck", ARGV[6], "md", ARGV[7], "bv", bv }
@@ -240,16 +259,6 @@ if ttl > 0 then
   local writes = K.writes(ns, id)
   local left = redis.call("PTTL", writes)
   if left == -1 or left > ttl * 1000 then redis.call("EXPIRE", writes, ttl) end
-end
-for j = 0, nblobs - 1 do
-  local ref = ARGV[blob_first + 2 * j]
-  local blob = K.blob(ns, ref)
-  if ttl > 0 then
-    redis.call("SET", blob, ARGV[blob_first + 2 * j + 1], "KEEPTTL")
-    keep_alive(blob, ttl, sent_left[ref] == -2, sent_left[ref])
-  else
-    redis.call("SET", blob, ARGV[blob_first + 2 * j + 1])  -- without KEEPTTL: no expiry
-  end
 end
 -- Every blob the checkpoint references lives at least as long as it: with a ttl, a channel
 -- that has not changed for longer than the ttl survives while the thread is in use; without

@@ -83,11 +83,12 @@ def message_blobs(client: redis.Redis, prefix: str) -> dict[str, bytes]:
     return out
 
 
-def record_refs(client: redis.Redis, prefix: str, checkpoint_id: str) -> list[str]:
+def record_refs(client: redis.Redis, prefix: str, checkpoint_id: str) -> list[list[str]]:
+    """A record's bv: [refs of its values], or [refs of its values, refs of bases]."""
     (key,) = keys_of(client, f"{prefix}:cp:*:{checkpoint_id}")
     bv = client.hget(key, "bv")
     assert bv is not None
-    return bv.decode().split(",")
+    return [part.split(",") for part in bv.decode().split(",,")]
 
 
 def test_a_growing_chat_is_stored_against_bases_and_reads_back(
@@ -109,12 +110,15 @@ def test_a_growing_chat_is_stored_against_bases_and_reads_back(
     assert sum(len(b) for b in blobs.values()) < 0.5 * sum(
         len(saver._core.dumps(m, "x")) for _, m in chat.put
     )
-    # each record lists its value's ref first, then the base
-    refs = record_refs(client, prefix, ids[-1])
-    messages_refs = [r for r in refs if r.startswith("messages:")]
-    assert messages_refs[0] == "messages:00000012"
-    if "00000012" in referenced:
-        assert len(messages_refs) == 2
+    # each record lists its values' refs, then after ",," the bases
+    for checkpoint_id, version in zip(ids, sorted(blobs), strict=True):
+        refs = record_refs(client, prefix, checkpoint_id)
+        assert sorted(refs[0]) == [f"messages:{version}", f"turn:{version}"]
+        if version in referenced:
+            base = blobs[version].split(b";", 1)[0].decode()[len(REF_MARK) :]
+            assert refs[1] == [base]
+        else:
+            assert len(refs) == 1
     chat.check(saver)
     assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == ids[::-1]
     assert saver.check_invariants() == []
@@ -164,9 +168,8 @@ def test_prune_trim_and_delete_for_runs_keep_the_bases_of_what_they_keep(
         assert [t.checkpoint["id"] for t in trimming.list(cfg("trimmed"))] == kept[::-1]
         # the kept ones are stored against version 1, trimmed with its checkpoint but kept
         # as their base
-        refs = record_refs(client, prefix, kept[-1])
-        assert [r for r in refs if r.startswith("messages:")] == [
-            "messages:00000006", "messages:00000001"
+        assert record_refs(client, prefix, kept[-1]) == [
+            ["messages:00000006", "turn:00000006"], ["messages:00000001"]
         ]
         trimming.copy_thread("trimmed", "copy")
         copied = trimming.get_tuple(cfg("copy"))

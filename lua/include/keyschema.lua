@@ -104,18 +104,27 @@ local function stored_base(key)
   return blob_base(head)
 end
 
+-- A record's bv field lists the refs of its values ("C:V,C:V"), then after ",," the refs of
+-- the bases some of them are stored against ("C:V,C:V,,C:V"); split_refs() reads both parts
+-- as one list (it skips the empty item), so whatever keeps, renews, copies or removes a
+-- record's blobs does it to the bases too.
+
+-- Whether bv lists ref (in either part).
+local function has_ref(bv, ref)
+  return string.find("," .. bv .. ",", "," .. ref .. ",", 1, true) ~= nil
+end
+
+-- bv with one more base.
+local function with_base(bv, base)
+  return bv .. (string.find(bv, ",,", 1, true) and "," or ",,") .. base
+end
+
 -- A record's bv with the base of each of its blobs that is stored against one it does not
--- list yet, appended.
+-- list yet.
 local function with_stored_bases(K, ns, bv)
-  local listed = {}
-  local refs = split_refs(bv)
-  for _, ref in ipairs(refs) do listed[ref] = true end
-  for _, ref in ipairs(refs) do
+  for _, ref in ipairs(split_refs(bv)) do
     local base = stored_base(K.blob(ns, ref))
-    if base and not listed[base] then
-      listed[base] = true
-      bv = bv .. "," .. base
-    end
+    if base and not has_ref(bv, base) then bv = with_base(bv, base) end
   end
   return bv
 end

@@ -457,8 +457,8 @@ class SaverCore:
                         base_of[channel] = base
                 else:
                     shared.append(ref)
-            # the bases go with the record (after the refs of the values): a base lives as
-            # long as the values compressed against it, and get_tuple reads them together
+            # the bases go with the record (after the refs of the values and ",,"): a base
+            # lives as long as the values compressed against it, get_tuple reads them too
             bases = list(dict.fromkeys(base_of.values()))
             return ScriptCall(
                 "put_checkpoint",
@@ -475,7 +475,7 @@ class SaverCore:
                     parent_id,
                     stored_checkpoint,
                     stored_metadata,
-                    ",".join([*ref_of.values(), *bases]),
+                    ",,".join(filter(None, (",".join(ref_of.values()), ",".join(bases)))),
                     encode_part(str(run_id)) if run_id is not None else "",
                     self.ttl_seconds,
                     self._indexed_arg,
@@ -483,8 +483,9 @@ class SaverCore:
                     *meta_args,
                     len(blob_args) // 2,
                     *blob_args,
-                    len(shared) + len(bases),
+                    len(shared),
                     *shared,
+                    len(bases),
                     *bases,
                 ),
             )

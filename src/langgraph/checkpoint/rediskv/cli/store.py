@@ -185,7 +185,10 @@ def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
                 pipe.hget(key, "bv")
             for refs in pipe.execute():
                 if refs:
-                    blobs.update(_blob_key(schema, tag, ns, r) for r in refs.decode().split(","))
+                    # (values, then after ",," the bases some of them are stored against)
+                    blobs.update(
+                        _blob_key(schema, tag, ns, r) for r in refs.decode().split(",") if r
+                    )
     candidates += sorted(blobs)
     found.keys = existing(client, candidates)
     return found
