@@ -80,7 +80,11 @@ local function visit(ns, at)
               report("checkpoint without blob", blob)
             else
               local base = stored_base(blob)
-              if base and not listed[base] then report("checkpoint without the base of a blob", cp) end
+              if base and not listed[base] then
+                report("checkpoint without the base of a blob", cp)
+              elseif base and stored_base(K.blob(ns, base)) then
+                report("blob compressed against a compressed one", blob)
+              end
             end
           end
           for _, suffix in ipairs(split_refs(fields[2])) do

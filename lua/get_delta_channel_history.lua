@@ -90,7 +90,7 @@ while cursor and count > 0 and not seen[cursor] do
   end
 
   local seeds = {}
-  for _, ref in ipairs(split_refs(fields[2])) do
+  for _, ref in ipairs(value_refs(fields[2])) do  -- (a base is not the channel's value)
     local name = by_enc[ref_channel(ref)]
     if name and position[name] then
       local key = K.blob(ns, ref)

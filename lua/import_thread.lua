@@ -71,11 +71,10 @@ while i <= #ARGV do
     -- the target may have this blob already, shared with its own checkpoints: its expiry
     -- only grows (KEEPTTL, then keep_alive); without a ttl it stops expiring
     local left = redis.call("PTTL", key)
-    -- a stored value compressed against a base keeps it: the target's records that reference
-    -- it list that base, not the source's (a full value needs none, so it may replace any);
-    -- the copied records list the stored value's base (below)
-    local base = blob_base(ARGV[i + 3])
-    if left == -2 or not base or stored_base(key) == base then
+    -- a stored value keeps its bytes (values may be compressed against it), but for one
+    -- stored against a base, which a full one replaces; the target's records that reference
+    -- it list its base, and so do the copied records (below)
+    if left == -2 or (not blob_base(ARGV[i + 3]) and stored_base(key)) then
       redis.call("SET", key, ARGV[i + 3], "KEEPTTL")
     end
     keep_alive(key, ttl, left == -2, left)
@@ -118,7 +117,15 @@ while i <= #ARGV do
     redis.call("DEL", key)
     for j = 0, count - 1 do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]
-      if kind == "c" and field == "bv" then value = with_stored_bases(K, ns, value) end
+      if kind == "c" and field == "bv" then
+        local added
+        value, added = with_stored_bases(K, ns, value)
+        for _, base in ipairs(added) do  -- they live as long as the copy, at least
+          local left = redis.call("PTTL", K.blob(ns, base))
+          keep_alive(K.blob(ns, base), ttl, false, left)
+          if ttl > 0 and (left == -1 or left > ttl * 1000) then add_loose(K, ns, { base }, { left }) end
+        end
+      end
       redis.call("HSET", key, field, value)
       if kind == "c" and field == "r" then
         -- containers the target may already have: their expiry only grows (keep_alive)

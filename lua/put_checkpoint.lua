@@ -11,7 +11,7 @@
   ARGV[5]  parent checkpoint id (raw, "" for none)
   ARGV[6]  checkpoint without channel values: "<type>\0<bytes>"
   ARGV[7]  metadata: "<type>\0<bytes>"
-  ARGV[8]  blob refs of every channel with a value, then after ",," those of the bases the
+  ARGV[8]  blob refs of every channel with a value, then ",," and those of the bases the
            values sent with this call were compressed against: "C:V,C:V,,C:V" (the script adds
            the bases of the shared blobs; see bv in include/keyschema.lua)
   ARGV[9]  run id (encoded, "" for none)
@@ -24,7 +24,8 @@
   ARGV[13] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
   then s, the number of the other value refs of ARGV[8] (blobs stored before), then those s
-  then d, the number of the bases of ARGV[8], then those d
+  then d, the number of the bases of ARGV[8], then d pairs: ref, SHA1 (hex) of the stored
+  bytes the client compressed against
 
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
@@ -56,30 +57,38 @@ local nblobs, blob_first = tonumber(ARGV[i]), i + 1
 local shared_first = blob_first + 2 * nblobs + 1
 local left_of, missing = {}, {}
 local shared_last = shared_first + tonumber(ARGV[shared_first - 1]) - 1
+for j = shared_first, shared_last do
+  local left = redis.call("PTTL", K.blob(ns, ARGV[j]))
+  if left == -2 then missing[#missing + 1] = ARGV[j] else left_of[ARGV[j]] = left end
+end
+-- The bases of the values sent with this call: still stored, and the very bytes they were
+-- compressed against (a base deleted and written again may differ, or be compressed itself).
 local bases_first = shared_last + 2
-for j = shared_first, bases_first + tonumber(ARGV[bases_first - 1]) - 1 do
-  if j ~= bases_first - 1 then
-    local left = redis.call("PTTL", K.blob(ns, ARGV[j]))
-    if left == -2 then missing[#missing + 1] = ARGV[j] else left_of[ARGV[j]] = left end
+for j = 0, tonumber(ARGV[bases_first - 1]) - 1 do
+  local base, digest = ARGV[bases_first + 2 * j], ARGV[bases_first + 2 * j + 1]
+  local stored = redis.call("GET", K.blob(ns, base))
+  if stored and redis.sha1hex(stored) == digest then
+    left_of[base] = redis.call("PTTL", K.blob(ns, base))
+  else
+    missing[#missing + 1] = base  -- the client sends the values in full
   end
 end
 -- A shared blob compressed against a base needs it: the record lists the base too, so that
 -- the base lives as long as the record (every walk that keeps or renews blobs goes by bv).
--- A shared blob is mostly one of the parent's values: the parent's record lists its bases (a
--- stored value never takes another base); for any other, the blob's head tells.
+-- A shared blob is mostly one of the parent's values, whose bases the parent's record lists
+-- if it is of this version (its bv has ",,": a stored value never takes another base); for
+-- any other, the blob's head tells.
 local bv = ARGV[8]
 local parent_bv = shared_last >= shared_first and ARGV[5] ~= ""
   and redis.call("HGET", K.checkpoint(ns, ARGV[5]), "bv")
+local cut = parent_bv and string.find(parent_bv, ",,", 1, true)
 local parent_values, parent_bases = ",", {}  -- the parent's bases by channel
-if parent_bv then
-  local cut = string.find(parent_bv, ",,", 1, true)
-  parent_values = "," .. (cut and string.sub(parent_bv, 1, cut - 1) or parent_bv) .. ","
-  if cut then
-    for _, base in ipairs(split_refs(string.sub(parent_bv, cut + 2))) do
-      local channel = ref_channel(base)
-      parent_bases[channel] = parent_bases[channel] or {}
-      table.insert(parent_bases[channel], base)
-    end
+if cut then
+  parent_values = "," .. string.sub(parent_bv, 1, cut - 1) .. ","
+  for _, base in ipairs(split_refs(string.sub(parent_bv, cut + 2))) do
+    local channel = ref_channel(base)
+    parent_bases[channel] = parent_bases[channel] or {}
+    table.insert(parent_bases[channel], base)
   end
 end
 for j = shared_first, shared_last do
@@ -155,32 +164,30 @@ end
 add_loose(K, ns, loose_refs, loose_lefts)
 if old[3] then redis.call("DEL", cp) end  -- (every record has a bv field)
 
--- the values sent with this call
+-- the values sent with this call. A stored value's bytes never change (values compressed
+-- against it would not read), but for a value stored against a base: the full one may
+-- replace it (no value is compressed against a compressed one).
 for j = 0, nblobs - 1 do
   local ref, value = ARGV[blob_first + 2 * j], ARGV[blob_first + 2 * j + 1]
   local blob = K.blob(ns, ref)
-  local base = blob_base(value)
-  if base and not redis.call("SET", blob, value, "NX") then
-    -- stored already (a record put again): a value never takes another base, as the records
-    -- that reference the stored one list its base, not this one's; this record lists both
-    local stored = stored_base(blob)
-    if stored and stored ~= base then
+  if redis.call("SET", blob, value, "NX") then
+    expire(blob, ttl)
+  else
+    local base, stored = blob_base(value), stored_base(blob)
+    if stored and not base then
+      redis.call("SET", blob, value, "KEEPTTL")
+    elseif stored and stored ~= base then
+      -- stored against another base: the records that reference it list that one, this one
+      -- lists both (or replaces it, when that base is gone and the value unreadable as it is)
       local left = redis.call("PTTL", K.blob(ns, stored))
       if left == -2 then
-        redis.call("SET", blob, value, "KEEPTTL")  -- unreadable as it was: ours replaces it
+        redis.call("SET", blob, value, "KEEPTTL")
       else
         left_of[stored] = left
         bv = with_base(bv, stored)
       end
     end
     keep_alive(blob, ttl, false, sent_left[ref])
-  elseif base then
-    expire(blob, ttl)  -- just created
-  elseif ttl > 0 then
-    redis.call("SET", blob, value, "KEEPTTL")
-    keep_alive(blob, ttl, sent_left[ref] == -2, sent_left[ref])
-  else
-    redis.call("SET", blob, value)  -- without KEEPTTL: no expiry
   end
 end
 
@@ -247,7 +254,7 @@ for j = 0, m - 1 do
 end
 if keep > 0 then
   fields[#fields + 1] = "df"
-  fields[#fields + 1] = delta_seeds(K, ns, ARGV[5], counters, split_refs(bv))
+  fields[#fields + 1] = delta_seeds(K, ns, ARGV[5], counters, value_refs(bv))
 end
 for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand values
   redis.call("HSET", cp, unpack(fields, first, math.min(first + 3999, #fields)))

@@ -24,7 +24,7 @@ local function unsnapshotted_channels(K, ns, id)
     by_enc[enc(name)] = name
     count = count + 1
   end
-  for _, ref in ipairs(split_refs(fields[2])) do
+  for _, ref in ipairs(value_refs(fields[2])) do  -- (a base is not the channel's value)
     local name = by_enc[ref_channel(ref)]
     if name and open[name] and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
       open[name] = nil
@@ -61,7 +61,7 @@ local function delta_dependencies(K, ns, id)
           break
         end
       end
-      for _, ref in ipairs(split_refs(redis.call("HGET", cp, "bv"))) do
+      for _, ref in ipairs(value_refs(redis.call("HGET", cp, "bv"))) do
         local name = by_enc[ref_channel(ref)]
         if name and open[name] and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
           open[name] = nil

@@ -104,29 +104,43 @@ local function stored_base(key)
   return blob_base(head)
 end
 
--- A record's bv field lists the refs of its values ("C:V,C:V"), then after ",," the refs of
--- the bases some of them are stored against ("C:V,C:V,,C:V"); split_refs() reads both parts
--- as one list (it skips the empty item), so whatever keeps, renews, copies or removes a
--- record's blobs does it to the bases too.
+-- A record's bv field lists the refs of its values ("C:V,C:V"), then ",," and the refs of the
+-- bases some of them are stored against ("C:V,C:V,,C:V"); split_refs() reads both parts as
+-- one list (it skips the empty item), so whatever keeps, renews, copies or removes a record's
+-- blobs does it to the bases too. The ",," is there, bases or not, when the list of bases is
+-- complete (a record of this version); a record without it was written before bases existed.
+
+-- The refs of a record's values (its bv without the bases).
+local function value_refs(bv)
+  local cut = bv and string.find(bv, ",,", 1, true)
+  return split_refs(cut and string.sub(bv, 1, cut - 1) or bv)
+end
 
 -- Whether bv lists ref (in either part).
 local function has_ref(bv, ref)
   return string.find("," .. bv .. ",", "," .. ref .. ",", 1, true) ~= nil
 end
 
--- bv with one more base.
+-- bv with one more base (and the ",," in any case).
 local function with_base(bv, base)
+  if string.sub(bv, -2) == ",," then return bv .. base end
   return bv .. (string.find(bv, ",,", 1, true) and "," or ",,") .. base
 end
 
--- A record's bv with the base of each of its blobs that is stored against one it does not
--- list yet.
+-- A record's bv with the base of each of its values that is stored against one it does not
+-- list yet, and those bases (a copied record: the target's stored values may have other bases
+-- than the source's).
 local function with_stored_bases(K, ns, bv)
-  for _, ref in ipairs(split_refs(bv)) do
+  local added = {}
+  for _, ref in ipairs(value_refs(bv)) do
     local base = stored_base(K.blob(ns, ref))
-    if base and not has_ref(bv, base) then bv = with_base(bv, base) end
+    if base and not has_ref(bv, base) then
+      bv = with_base(bv, base)
+      added[#added + 1] = base
+    end
   end
-  return bv
+  if not string.find(bv, ",,", 1, true) then bv = bv .. ",," end
+  return bv, added
 end
 
 -- Undo enc().

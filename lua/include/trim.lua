@@ -17,7 +17,7 @@ local TRIM_STEP = 8
 
 -- The "df" field of a new checkpoint with parent `parent` ("" for none). `counters`: the
 -- canonical JSON of its metadata counters_since_delta_snapshot (nil when absent); `refs`: the
--- blob refs it stores.
+-- refs of the values it stores.
 local function delta_seeds(K, ns, parent, counters, refs)
   if not counters or counters == "null" or parent == "" then return "" end
   local ok, decoded = pcall(cjson.decode, counters)
@@ -29,7 +29,7 @@ local function delta_seeds(K, ns, parent, counters, refs)
   local fields = redis.call("HMGET", K.checkpoint(ns, parent), "bv", "df")
   if not fields[1] then return "" end  -- no parent record: nothing older is read
   local at_parent = {}
-  for _, ref in ipairs(split_refs(fields[1])) do at_parent[ref_channel(ref)] = true end
+  for _, ref in ipairs(value_refs(fields[1])) do at_parent[ref_channel(ref)] = true end
   local inherited = {}
   for _, part in ipairs(split_refs(fields[2])) do
     local eq = string.find(part, "=", 1, true)

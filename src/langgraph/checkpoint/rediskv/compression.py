@@ -21,6 +21,7 @@ Which base to use is the saver's choice (:class:`BaseCache`); reading needs only
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -169,7 +170,12 @@ class Base:
 
     ref: str  # "C:V", encoded, as in bv
     raw: bytes  # its serialized bytes: the dictionary
-    stored_len: int  # the length of its stored form
+    stored: bytes  # its stored form, "<type>\0<bytes>"
+
+    @property
+    def digest(self) -> str:
+        """SHA1 of the stored form: the put checks that the base is still these bytes."""
+        return hashlib.sha1(self.stored).hexdigest()
 
 
 class BaseCache:

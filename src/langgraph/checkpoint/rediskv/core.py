@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+import zstandard
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -266,9 +267,9 @@ class SaverCore:
 
     def dumps_channel(
         self, key: tuple[str, str, str], ref: str, value: Any, use_base: bool = True
-    ) -> tuple[bytes, str | None]:
-        """A channel value as stored, and the ref of the base it was compressed against (None:
-        stored in full). ``key``: (hash tag, encoded namespace, channel), where the base
+    ) -> tuple[bytes, Base | None]:
+        """A channel value as stored, and the base it was compressed against (None: stored in
+        full). ``key``: (hash tag, encoded namespace, channel), where the base
         comes from; a full value of a size worth it becomes the next base there."""
         zstd, cipher = self.zstd, self.cipher
         try:
@@ -283,7 +284,7 @@ class SaverCore:
             packed = None
             if base is not None and base.ref != ref:
                 packed = zstd.pack_against(type_, raw, base.ref, base.raw)
-                if len(packed[1]) > REF_MAX_SHARE * base.stored_len:
+                if len(packed[1]) > REF_MAX_SHARE * len(base.stored):
                     packed = None  # too far from its base: a new base
             if packed is None:
                 base = None
@@ -298,8 +299,8 @@ class SaverCore:
             ) from exc
         stored = stored_type.encode() + b"\0" + bytes(data)
         if base is None and worth_a_base:
-            self.bases.put(key, Base(ref, raw, len(stored)))
-        return stored, base.ref if base is not None else None
+            self.bases.put(key, Base(ref, raw, stored))
+        return stored, base
 
     def _raw(self, stored: bytes) -> tuple[str, bytes]:
         """The serializer's (type, bytes) of a value stored in full."""
@@ -316,14 +317,22 @@ class SaverCore:
         """A channel value, and the base for its channel's next values: the one it was
         compressed against, or itself when stored in full (None when too small for one).
         ``by_ref``: the other blobs of the checkpoint, among them any base."""
-        if self.cipher is None and b"+" in stored.partition(b"\0")[0]:
-            return self.loads(stored), None  # encrypted, no cipher: the serializer says so
+        try:
+            return self._loads_channel(ref, stored, by_ref)
+        except (ValueError, zstandard.ZstdError):
+            if self.cipher is None and b"+" in stored.partition(b"\0")[0]:
+                return self.loads(stored), None  # encrypted, no cipher: the serializer says so
+            raise
+
+    def _loads_channel(
+        self, ref: bytes, stored: bytes, by_ref: dict[bytes, bytes]
+    ) -> tuple[Any, Base | None]:
         if not stored.startswith(REF_MARK_B):
             type_, raw = self._raw(stored)
             value = self.zstd.inner.loads_typed((type_, raw))
             if self.zstd.level is None or len(raw) < REF_MIN_SIZE:
                 return value, None
-            return value, Base(ref.decode(), raw, len(stored))
+            return value, Base(ref.decode(), raw, stored)
         type_b, _, data = stored.partition(b"\0")
         type_ = type_b.decode()
         base_ref = type_[len(REF_MARK) : type_.index(";")]
@@ -336,7 +345,9 @@ class SaverCore:
             data = self.cipher.decrypt(cipher_name, data)
         inner_type, raw = self.zstd.unpack(type_, data, base_raw)
         value = self.zstd.inner.loads_typed((inner_type, raw))
-        return value, Base(base_ref, base_raw, len(base_stored))
+        if self.zstd.level is None:
+            return value, None
+        return value, Base(base_ref, base_raw, base_stored)
 
     def canonical(self, value: Any) -> str:
         """The metadata filter form of a value (see :mod:`.canonical`): equal values give
@@ -440,8 +451,10 @@ class SaverCore:
         for key, value in full_metadata.items():
             meta_args += [f"m:{key}", self.canonical(value)]
         written: set[str] = set()  # channels whose value goes out with the call
-        in_full: set[str] = set()  # channels whose base is gone: their values go out in full
-        base_of: dict[str, str] = {}  # channel -> the base its value went out against
+        # channels whose values go out in full: their base is gone or changed, or they are
+        # stored again (a blob written anew is full: records sharing it may not list a base)
+        in_full: set[str] = set()
+        base_of: dict[str, Base] = {}  # channel -> the base its value went out against
 
         def call() -> ScriptCall:
             blob_args: list[Arg] = []
@@ -459,7 +472,10 @@ class SaverCore:
                     shared.append(ref)
             # the bases go with the record (after the refs of the values and ",,"): a base
             # lives as long as the values compressed against it, get_tuple reads them too
-            bases = list(dict.fromkeys(base_of.values()))
+            bases = {base.ref: base for base in base_of.values()}
+            base_args: list[Arg] = []
+            for base in bases.values():
+                base_args += [base.ref, base.digest]
             return ScriptCall(
                 "put_checkpoint",
                 (
@@ -475,7 +491,7 @@ class SaverCore:
                     parent_id,
                     stored_checkpoint,
                     stored_metadata,
-                    ",,".join(filter(None, (",".join(ref_of.values()), ",".join(bases)))),
+                    ",".join(ref_of.values()) + ",," + ",".join(bases),
                     encode_part(str(run_id)) if run_id is not None else "",
                     self.ttl_seconds,
                     self._indexed_arg,
@@ -486,27 +502,21 @@ class SaverCore:
                     len(shared),
                     *shared,
                     len(bases),
-                    *bases,
+                    *base_args,
                 ),
             )
 
-        channel_of = {ref: channel for channel, ref in ref_of.items()}
-
         def resend(missing: list[bytes]) -> None:
             # blobs it shares with its parent are gone (expired during a long superstep, or
-            # removed by a concurrent prune): store them again with this checkpoint; a base
-            # that is gone, or a value sent against a base over one stored in another form:
-            # send the values in full
+            # removed by a concurrent prune): store them again with this checkpoint, in full;
+            # a base that is gone or changed: send the values compressed against it in full
             for ref in (r.decode() for r in missing):
-                if channel_of.get(ref) in written:
-                    in_full.add(channel_of[ref])
-                    continue
-                users = [channel for channel, base in base_of.items() if base == ref]
+                users = [channel for channel, base in base_of.items() if base.ref == ref]
                 for channel in users:
-                    in_full.add(channel)
                     self.bases.drop((tag, ns_enc, channel))
-                if not users:
-                    written.add(decode_part(ref.split(":", 1)[0]))
+                channels = users or [decode_part(ref.split(":", 1)[0])]
+                written.update(channels)
+                in_full.update(channels)
 
         written.update(ch for ch in new_versions if ch in ref_of)
         yield from self.register_metadata_index()
@@ -873,6 +883,7 @@ class SaverCore:
 
     # Whole-thread operations work in bounded steps: see bulk.py.
     def delete_thread(self, thread_id: str) -> Op[None]:
+        self.bases.drop_thread(self.keys.tag(thread_id))  # they are about to go
         yield from bulk.delete_thread(self, thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Op[None]:
@@ -884,6 +895,9 @@ class SaverCore:
             raise ValueError(
                 f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'"
             )
+        if script == "delete_thread":
+            for thread_id in thread_ids:
+                self.bases.drop_thread(self.keys.tag(thread_id))
         yield from bulk.prune(self, thread_ids, script)
 
     def set_thread_ttl(self, thread_id: str, seconds: int | None) -> Op[None]:

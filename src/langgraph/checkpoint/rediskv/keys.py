@@ -23,11 +23,14 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
 
     P:th:{T}            SET    encoded namespaces of the thread (the thread index)
     P:idx:{T}:N         ZSET   raw checkpoint ids, all scored 0: lexical order = time order
-    P:cp:{T}:N:I        HASH   one checkpoint: ck, md, p (parent id), bv (blob refs), r (run),
-                               m:<key> (canonical JSON of each metadata value, for filters)
+    P:cp:{T}:N:I        HASH   one checkpoint: ck, md, p (parent id), bv (blob refs: "C:V,..."
+                               of its values, then ",," and the refs of the bases some are
+                               stored against, see .compression), r (run), m:<key> (canonical
+                               JSON of each metadata value, for filters)
     P:w:{T}:N:I         HASH   pending writes of one checkpoint, field "<task>:<idx>"
     P:wi:{T}:N          SET    raw ids of the checkpoints that have writes (the writes index)
-    P:blob:{T}:N:C:V    STRING one channel value at one version: b"<type>\\0<bytes>"
+    P:blob:{T}:N:C:V    STRING one channel value at one version: b"<type>\\0<bytes>"; a type
+                               "zr:<base ref>;..." is compressed against the blob of the base
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
     P:run:{T}:R         SET    "N:<raw id>" of each checkpoint of run R (the run index)
     P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
