@@ -13,6 +13,8 @@ summary values are stored against bases).
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.compression import REF_MARK
 
+from .clock import advance_time
 from .conftest import RoundTrips, keys_of
 from .test_contract import cfg, make_checkpoint
 
@@ -314,3 +317,101 @@ def test_keep_last_1_stores_values_in_full(
         assert list(blobs) == ["00000004"]
         assert blobs["00000004"].startswith(b"z:msgpack\0")
         chat.check(saver, [chat.put[-1][0]])
+
+
+# -- found by review: each reproduced a checkpoint that no longer read -------------------------
+def put_messages(
+    saver: RedisSaver, thread: str, parent: str | None, messages: list[Any], version: str,
+    new: bool = True,
+) -> str:
+    checkpoint = make_checkpoint({"messages": messages}, {"messages": version})
+    saver.put(cfg(thread, "", parent), checkpoint, {"step": 1, "run_id": "r"},
+              {"messages": version} if new else {})
+    return checkpoint["id"]
+
+
+def test_a_base_written_again_compressed_is_not_used_from_a_stale_cache(
+    server_url: str, prefix: str
+) -> None:
+    """Saver B caches version 1 as a base; A prunes it away and, sharing it in a child of its
+    first checkpoint, writes it again (in full now); B's value against its cached bytes must
+    not depend on what is stored now unless it is those very bytes."""
+    one, grown, two = [message(1)], [message(n) for n in range(1, 40)], [message(1), message(2)]
+    with RedisSaver(server_url, prefix=prefix) as a, RedisSaver(server_url, prefix=prefix) as b:
+        first = put_messages(a, "t", None, one, "1")
+        assert b.get_tuple(cfg("t", "", first)) is not None  # b's base: version 1
+        put_messages(a, "t", first, grown, "2")  # too far from version 1: a's new base
+        a.prune(["t"])  # version 1 goes with its checkpoint
+        put_messages(a, "t", first, one, "1", new=False)  # shares version 1: written again
+        latest = put_messages(b, "t", first, two, "4")  # against b's cached version 1
+        with RedisSaver(server_url, prefix=prefix) as fresh:
+            got = fresh.get_tuple(cfg("t", "", latest))
+            assert got is not None and got.checkpoint["channel_values"]["messages"] == two
+            assert fresh.check_invariants() == []
+
+
+def test_a_base_keeps_its_bytes_when_its_checkpoint_is_put_again(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """Putting a checkpoint again must not change the bytes of a base (the same value can
+    serialize differently in another process; here: another value under the same version)."""
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        first = put_messages(saver, "t", None, [message(1)], "1")
+        second = put_messages(saver, "t", first, [message(1), message(2)], "2")
+        assert message_blobs(client, prefix)["2"].startswith(b"zr:messages:1;")
+    with RedisSaver(server_url, prefix=prefix) as other:
+        checkpoint = make_checkpoint({"messages": [message(3)]}, {"messages": "1"})
+        checkpoint["id"] = first
+        other.put(cfg("t"), checkpoint, {"step": 1}, {"messages": "1"})
+        got = other.get_tuple(cfg("t", "", second))
+        assert got is not None
+        assert got.checkpoint["channel_values"]["messages"] == [message(1), message(2)]
+        assert other.check_invariants() == []
+
+
+def test_a_copy_renews_the_bases_its_records_take_from_the_target(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """With a ttl: the target stores version 2 against another base than the source's; the
+    copied record lists that base, which must live as long as the copy."""
+    grow = lambda k: [message(n) for n in range(1, k + 1)]  # noqa: E731
+    with RedisSaver(server_url, prefix=prefix, ttl=timedelta(seconds=60)) as saver:
+        first = put_messages(saver, "S", None, grow(1), "1")
+        second = put_messages(saver, "S", first, grow(2), "2")
+        saver.copy_thread("S", "T")
+        put_messages(saver, "T", second, grow(40), "3")  # full: the next base
+        saver.prune(["T"])  # versions 1 and 2 go from T
+        put_messages(saver, "T", second, grow(2), "2", new=False)  # version 2 written again
+        advance_time(client, prefix, 50)
+        saver.copy_thread("S", "T")  # the copy of `second` lists T's version 2's base
+        advance_time(client, prefix, 20)
+        got = saver.get_tuple(cfg("T", "", second))
+        assert got is not None and got.checkpoint["channel_values"]["messages"] == grow(2)
+
+
+class PlusTypeSerde:
+    """A serializer whose type has a "+" in it, as an EncryptedSerializer's has."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return "json+v1", json.dumps(obj).encode()
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        type_, payload = data
+        if type_ != "json+v1":
+            raise ValueError(f"unknown type {type_!r}")
+        return json.loads(payload)
+
+
+def test_a_serializer_type_with_a_plus_reads_its_compressed_values(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix, serde=PlusTypeSerde()) as saver:
+        config = None
+        for version in (1, 2):
+            checkpoint = make_checkpoint({"doc": PROSE[:1500] + "x" * version},
+                                         {"doc": str(version)})
+            config = saver.put(config or cfg("t"), checkpoint, {}, {"doc": str(version)})
+        (key,) = keys_of(client, f"{prefix}:blob:*:doc:2")
+        assert client.get(key).startswith(b"zr:doc:1;json+v1\0")  # type: ignore[union-attr]
+        got = saver.get_tuple(cfg("t"))
+        assert got is not None and got.checkpoint["channel_values"]["doc"] == PROSE[:1500] + "xx"
