@@ -883,8 +883,8 @@ class SaverCore:
 
     # Whole-thread operations work in bounded steps: see bulk.py.
     def delete_thread(self, thread_id: str) -> Op[None]:
-        self.bases.drop_thread(self.keys.tag(thread_id))  # they are about to go
         yield from bulk.delete_thread(self, thread_id)
+        self.bases.drop_thread(self.keys.tag(thread_id))  # gone with the thread
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Op[None]:
         yield from bulk.delete_for_runs(self, run_ids)
@@ -895,10 +895,10 @@ class SaverCore:
             raise ValueError(
                 f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'"
             )
+        yield from bulk.prune(self, thread_ids, script)
         if script == "delete_thread":
             for thread_id in thread_ids:
-                self.bases.drop_thread(self.keys.tag(thread_id))
-        yield from bulk.prune(self, thread_ids, script)
+                self.bases.drop_thread(self.keys.tag(thread_id))  # gone with the threads
 
     def set_thread_ttl(self, thread_id: str, seconds: int | None) -> Op[None]:
         """Give a thread its own expiry (``0`` pins it), or, with ``None``, return it to the
