@@ -58,8 +58,8 @@ def test_only_trigger_channels_holding_none_are_inlined(
     (cp,) = keys_of(client, f"{prefix}:cp:*")
     assert client.hget(cp, "ck").startswith(INLINE_MARK)  # type: ignore[union-attr]
     bv = client.hget(cp, "bv").decode()  # type: ignore[union-attr]
-    values, bases = bv.split(",,")  # the refs of its values, then of bases (none here)
-    assert sorted(decode_part(ref.split(":")[0]) for ref in values.split(",")) == sorted(blobs)
+    value_refs, bases = bv.split(",,")  # the refs of its values, then of bases (none here)
+    assert sorted(decode_part(ref.split(":")[0]) for ref in value_refs.split(",")) == sorted(blobs)
     assert bases == ""
     loaded = saver.get_tuple(cfg("t"))
     assert loaded is not None
