@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 import zstandard
@@ -90,31 +89,29 @@ class ZstdSerializer(SerializerProtocol):
             return ESCAPE + type_, data  # the serializer's own type looks like a mark
         return type_, data
 
-    def pack_against(
-        self, type_: str, data: bytes, base_ref: str, base_raw: bytes
-    ) -> tuple[str, bytes]:
+    def pack_against(self, type_: str, data: bytes, base: Base) -> tuple[str, bytes]:
         """The serializer's ``(type, bytes)`` compressed with the serialized bytes of the base
         as dictionary (compression on only)."""
-        dictionary = _dictionary(base_raw)
         # with a checksum of the content (4 bytes): decompressed against anything but the
         # base's bytes, the value fails to read instead of coming out wrong
         compressor = zstandard.ZstdCompressor(
-            level=self.level or 1, dict_data=dictionary, write_checksum=True
+            dict_data=base.dictionary(self.level or 1), write_checksum=True
         )
-        return f"{REF_MARK}{base_ref};{type_}", compressor.compress(data)
+        return f"{REF_MARK}{base.ref};{type_}", compressor.compress(data)
 
     def unpack(
-        self, type_: str, payload: bytes, base_raw: bytes | None = None
+        self, type_: str, payload: bytes, base: Base | None = None
     ) -> tuple[str, bytes]:
-        """The serializer's ``(type, bytes)`` of a stored value; ``base_raw``: the serialized
-        bytes of its base, for a value compressed against one."""
+        """The serializer's ``(type, bytes)`` of a stored value; ``base``: the base of a value
+        compressed against one."""
         if type_.startswith(ESCAPE):
             return type_[len(ESCAPE) :], payload
         if type_.startswith(REF_MARK):
-            if base_raw is None:
+            if base is None:
                 raise ValueError(f"a stored value of type {type_!r} is read without its base")
             try:
-                decompressor = zstandard.ZstdDecompressor(dict_data=_dictionary(base_raw))
+                dictionary = base.dictionary(self.level or 1)
+                decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
                 return type_.split(";", 1)[1], decompressor.decompress(payload)
             except zstandard.ZstdError as exc:
                 raise ValueError(
@@ -143,10 +140,6 @@ class ZstdSerializer(SerializerProtocol):
         return self.inner.loads_typed(unpacked)
 
 
-def _dictionary(base_raw: bytes) -> zstandard.ZstdCompressionDict:
-    return zstandard.ZstdCompressionDict(base_raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-
-
 def with_compression(serde: SerializerProtocol, level: int | None) -> SerializerProtocol:
     """``serde`` as the saver stores with it: compression inside any encryption."""
     if isinstance(serde, EncryptedSerializer):
@@ -164,18 +157,36 @@ REF_MAX_SHARE = 0.5
 BASE_CACHE_BYTES = 32 << 20
 
 
-@dataclass(frozen=True, slots=True)
 class Base:
     """A full stored value that later values of its channel are compressed against."""
 
-    ref: str  # "C:V", encoded, as in bv
-    raw: bytes  # its serialized bytes: the dictionary
-    stored: bytes  # its stored form, "<type>\0<bytes>"
+    __slots__ = ("_dictionary", "_digest", "raw", "ref", "stored")
+
+    def __init__(self, ref: str, raw: bytes, stored: bytes) -> None:
+        self.ref = ref  # "C:V", encoded, as in bv
+        self.raw = raw  # its serialized bytes: the dictionary
+        self.stored = stored  # its stored form, "<type>\0<bytes>"
+        self._digest: str | None = None
+        self._dictionary: zstandard.ZstdCompressionDict | None = None
 
     @property
     def digest(self) -> str:
         """SHA1 of the stored form: the put checks that the base is still these bytes."""
-        return hashlib.sha1(self.stored).hexdigest()
+        if self._digest is None:
+            self._digest = hashlib.sha1(self.stored).hexdigest()
+        return self._digest
+
+    def dictionary(self, level: int) -> zstandard.ZstdCompressionDict:
+        """The zstd dictionary of its bytes, digested once for compressing at ``level`` (a
+        compressor that loads a 10 KB dictionary afresh spends longer on it than on the
+        value; both are safe to share between threads)."""
+        if self._dictionary is None:
+            dictionary = zstandard.ZstdCompressionDict(
+                self.raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT
+            )
+            dictionary.precompute_compress(level=level)
+            self._dictionary = dictionary
+        return self._dictionary
 
 
 class BaseCache:

@@ -91,6 +91,7 @@ TRIGGER_CHANNEL_PREFIX = "branch:to:"
 # returning the checkpoint without those values.
 INLINE_MARK = b"u:i:"
 REF_MARK_B = REF_MARK.encode()
+READ_BASES = 64  # bases kept decompressed for reads (see SaverCore._base)
 
 PRUNE_STRATEGIES = {
     "keep_latest": "prune",
@@ -169,14 +170,13 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
 def largest_arg(request: Request) -> int:
     """The length of the longest argument a request sends."""
     calls = request.calls if isinstance(request, Batch) else [request]
+    # (on every call: list comprehensions cost half a generator's time here)
     return max(
-        (
-            len(a)
+        [
+            max([len(a) for a in call.args if not isinstance(a, int)], default=0)
             for call in calls
             if isinstance(call, ScriptCall)
-            for a in call.args
-            if isinstance(a, (bytes, str))
-        ),
+        ],
         default=0,
     )
 
@@ -223,6 +223,8 @@ class SaverCore:
     keep_last: int = 0
     # the bases channel values are compressed against (mutable on purpose: a per-saver cache)
     bases: BaseCache = dataclasses.field(default_factory=BaseCache)
+    # the bases of the values read lately, by their stored bytes (see _base)
+    read_bases: dict[bytes, Base] = dataclasses.field(default_factory=dict)
     # the serializer wrapped for storage: compression inside any encryption
     storage: SerializerProtocol = dataclasses.field(init=False)
     # its layers: the compression, and the cipher of an EncryptedSerializer (or None)
@@ -283,7 +285,7 @@ class SaverCore:
             base = self.bases.get(key) if use_base and worth_a_base else None
             packed = None
             if base is not None and base.ref != ref:
-                packed = zstd.pack_against(type_, raw, base.ref, base.raw)
+                packed = zstd.pack_against(type_, raw, base)
                 if len(packed[1]) > REF_MAX_SHARE * len(base.stored):
                     packed = None  # too far from its base: a new base
             if packed is None:
@@ -339,15 +341,25 @@ class SaverCore:
         base_stored = by_ref.get(base_ref.encode())
         if base_stored is None:
             raise ValueError(f"the blob {ref.decode()!r} is read without its base {base_ref!r}")
-        _, base_raw = self._raw(base_stored)
+        base = self._base(base_ref, base_stored)
         if "+" in type_ and self.cipher is not None:
             type_, cipher_name = type_.split("+", 1)
             data = self.cipher.decrypt(cipher_name, data)
-        inner_type, raw = self.zstd.unpack(type_, data, base_raw)
+        inner_type, raw = self.zstd.unpack(type_, data, base)
         value = self.zstd.inner.loads_typed((inner_type, raw))
-        if self.zstd.level is None:
-            return value, None
-        return value, Base(base_ref, base_raw, base_stored)
+        return value, base if self.zstd.level is not None else None
+
+    def _base(self, ref: str, stored: bytes) -> Base:
+        """The base stored as ``stored``: decompressed and digested once for the values of a
+        list page, of a thread's turns (they share few bases)."""
+        memo = self.read_bases
+        base = memo.get(stored)
+        if base is None or base.ref != ref:
+            base = Base(ref, self._raw(stored)[1], stored)
+            if len(memo) >= READ_BASES:
+                memo.clear()
+            memo[stored] = base
+        return base
 
     def canonical(self, value: Any) -> str:
         """The metadata filter form of a value (see :mod:`.canonical`): equal values give
