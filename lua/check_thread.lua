@@ -24,6 +24,7 @@
   and the cursor (4 strings) goes on, nil when this walk is done.
 ]]
 -- @include keyschema
+-- @include record
 -- @include walk
 
 if ARGV[3] == "ttl" then
@@ -71,7 +72,7 @@ local function visit(ns, at)
       for _, id in ipairs(ids) do
         local cp = K.checkpoint(ns, id)
         if reach(cp) then
-          local fields = redis.call("HMGET", cp, "bv", "ix")
+          local fields = record_fields(cp, "bv", "ix")
           local refs, listed = split_refs(fields[1]), {}
           for _, ref in ipairs(refs) do listed[ref] = true end
           for _, ref in ipairs(refs) do

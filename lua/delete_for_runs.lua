@@ -25,6 +25,7 @@
   Threads without delta channels lose every checkpoint of the runs.
 ]]
 -- @include keyschema
+-- @include record
 -- @include drop
 -- @include delta
 -- @include reap

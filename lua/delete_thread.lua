@@ -15,6 +15,7 @@
   Reply: the number of jobs still pending (0: everything is gone)
 ]]
 -- @include keyschema
+-- @include record
 -- @include drop
 -- @include delta
 -- @include reap

@@ -20,6 +20,7 @@
   Only checkpoints in their namespace index are exported, with their writes and blobs.
 ]]
 -- @include keyschema
+-- @include record
 -- @include walk
 
 local K = keyspace(ARGV[1], ARGV[2])
@@ -44,7 +45,7 @@ local function visit(ns, at)
     local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, want)
     for _, id in ipairs(ids) do
       at = id
-      local flat = redis.call("HGETALL", K.checkpoint(ns, id))
+      local flat = record_flat(K.checkpoint(ns, id))
       if #flat > 0 then
         for j = 1, #flat, 2 do
           if flat[j] == "bv" then

@@ -35,6 +35,7 @@
   still open; nil when the walk is complete.
 ]]
 -- @include keyschema
+-- @include record
 -- @include delta
 
 local K = keyspace(ARGV[1], ARGV[2])
@@ -63,7 +64,7 @@ else
     if #latest == 0 then return { false } end
     id = latest[1]
   end
-  cursor = redis.call("HGET", K.checkpoint(ns, id), "p")  -- false: no target, or the root
+  cursor = record_field(K.checkpoint(ns, id), "p")  -- false: no target, or the root
 end
 
 local reply = { false }
@@ -74,7 +75,7 @@ while cursor and count > 0 and not seen[cursor] do
     break
   end
   local cp = K.checkpoint(ns, cursor)
-  local fields = redis.call("HMGET", cp, "p", "bv")
+  local fields = record_fields(cp, "p", "bv")
   if redis.call("EXISTS", cp) == 0 then break end
   seen[cursor] = true
   visited = visited + 1

@@ -15,6 +15,7 @@
     { ns, id, checkpoint, metadata, parent id | nil, {ref, value, ...}, {field, record, ...} }
 ]]
 -- @include keyschema
+-- @include record
 -- @include records
 
 local K = keyspace(ARGV[1], ARGV[2])

@@ -26,6 +26,7 @@
   checkpoint whole with its blobs.
 ]]
 -- @include keyschema
+-- @include record
 -- @include drop
 -- @include delta
 -- @include reap
@@ -89,7 +90,7 @@ while i <= #ARGV do
     if kind == "c" then
       -- a record replaced: its blobs that the new one does not reference become loose (other
       -- checkpoints may still use them; a delete or prune of the thread finds them there)
-      local old = redis.call("HMGET", key, "ix", "bv")
+      local old = record_fields(key, "ix", "bv")
       unindex_checkpoint(K, ns, id, old[1])
       -- and its pending writes go with it: the source's, if any, follow this record
       redis.call("UNLINK", K.writes(ns, id))
@@ -115,6 +116,7 @@ while i <= #ARGV do
       end
     end
     redis.call("DEL", key)
+    local flat = {}  -- a checkpoint record's fields, written whole after the loop
     for j = 0, count - 1 do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]
       if kind == "c" and field == "bv" then
@@ -126,7 +128,12 @@ while i <= #ARGV do
           if ttl > 0 and (left == -1 or left > ttl * 1000) then add_loose(K, ns, { base }, { left }) end
         end
       end
-      redis.call("HSET", key, field, value)
+      if kind == "c" then
+        flat[#flat + 1] = field
+        flat[#flat + 1] = value
+      else
+        redis.call("HSET", key, field, value)
+      end
       if kind == "c" and field == "r" then
         -- containers the target may already have: their expiry only grows (keep_alive)
         local runs_created = redis.call("EXISTS", runs) == 0
@@ -145,6 +152,7 @@ while i <= #ARGV do
         end
       end
     end
+    if kind == "c" then write_record(key, flat) end
     expire(key, ttl)
     local index = (kind == "c") and K.index(ns) or K.writes_index(ns)
     local index_created = redis.call("EXISTS", index) == 0

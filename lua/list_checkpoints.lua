@@ -26,6 +26,7 @@
   they count against the budget, never against the page.
 ]]
 -- @include keyschema
+-- @include record
 -- @include records
 -- @include drop
 

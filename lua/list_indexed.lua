@@ -20,6 +20,7 @@
   thread deleted) are removed on the way; incomplete checkpoints are skipped.
 ]]
 -- @include keyschema
+-- @include record
 -- @include records
 
 local prefix, before = ARGV[1], ARGV[2]

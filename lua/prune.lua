@@ -31,6 +31,7 @@
   delta channels keeps only its latest checkpoint.
 ]]
 -- @include keyschema
+-- @include record
 -- @include drop
 -- @include delta
 -- @include reap

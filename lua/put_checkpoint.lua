@@ -39,6 +39,7 @@
   before it writes anything.
 ]]
 -- @include keyschema
+-- @include record
 -- @include drop
 -- @include trim
 
@@ -80,7 +81,7 @@ end
 -- any other, the blob's head tells.
 local bv = ARGV[8]
 local parent_bv = shared_last >= shared_first and ARGV[5] ~= ""
-  and redis.call("HGET", K.checkpoint(ns, ARGV[5]), "bv")
+  and record_field(K.checkpoint(ns, ARGV[5]), "bv")
 local cut = parent_bv and string.find(parent_bv, ",,", 1, true)
 local parent_values, parent_bases = ",", {}  -- the parent's bases by channel
 if cut then
@@ -120,7 +121,7 @@ local ttl = thread_ttl(K, tonumber(ARGV[10]))
 -- Re-putting an id replaces it: drop the index entries of the record being replaced, and
 -- keep track of the blobs it referenced that the new record does not (they may be shared
 -- with other checkpoints, so they are not removed here; delete and prune find them).
-local old = redis.call("HMGET", cp, "r", "ix", "bv")
+local old = record_fields(cp, "r", "ix", "bv")
 if old[1] then
   redis.call("SREM", K.run(old[1]), ns .. ":" .. id)
   if redis.call("EXISTS", K.run(old[1])) == 0 then redis.call("SREM", K.runs, old[1]) end
@@ -162,7 +163,6 @@ if ttl > 0 then
   end
 end
 add_loose(K, ns, loose_refs, loose_lefts)
-if old[3] then redis.call("DEL", cp) end  -- (every record has a bv field)
 
 -- the values sent with this call. A stored value's bytes never change (values compressed
 -- against it would not read), but for a value stored against a base: the full one may
@@ -191,8 +191,9 @@ for j = 0, nblobs - 1 do
   end
 end
 
--- the whole record in one HSET
-local fields = { "ck", ARGV[6], "md", ARGV[7], "bv", bv }
+-- the whole record in one SET (include/record.lua)
+-- (the small fields first, which most readers want: they stop reading at the last of them)
+local fields = { "bv", bv }
 if ARGV[5] ~= "" then
   fields[#fields + 1] = "p"
   fields[#fields + 1] = ARGV[5]
@@ -256,9 +257,11 @@ if keep > 0 then
   fields[#fields + 1] = "df"
   fields[#fields + 1] = delta_seeds(K, ns, ARGV[5], counters, value_refs(bv))
 end
-for first = 1, #fields, 4000 do  -- unpack() has a limit of a few thousand values
-  redis.call("HSET", cp, unpack(fields, first, math.min(first + 3999, #fields)))
-end
+fields[#fields + 1] = "md"
+fields[#fields + 1] = ARGV[7]
+fields[#fields + 1] = "ck"
+fields[#fields + 1] = ARGV[6]
+write_record(cp, fields)  -- (over a record put before, of either layout)
 expire(cp, ttl)
 if ttl > 0 then
   -- its pending writes (kept when a record is put again, or stored before it) expire with

@@ -24,6 +24,7 @@
   ttl stops expiring too, as its writes never do.
 ]]
 -- @include keyschema
+-- @include record
 
 local K = keyspace(ARGV[1], ARGV[2])
 if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
@@ -57,7 +58,7 @@ keep_alive(KEYS[1], ttl, root_created)
 local cp = K.checkpoint(ns, id)
 local cp_left = redis.call("PTTL", cp)
 if cp_left ~= -2 and (ttl > 0 or cp_left ~= -1) then
-  local fields = redis.call("HMGET", cp, "bv", "r", "ix")
+  local fields = record_fields(cp, "bv", "r", "ix")
   keep_checkpoint_alive(K, ns, id, ttl, fields[1], fields[2], fields[3], cp_left)
 end
 -- drop writes index entries whose writes have expired, a couple per call (constant cost;

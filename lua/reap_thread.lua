@@ -12,6 +12,7 @@
   Reply: the number of jobs still pending: 0 when nothing is left to reap
 ]]
 -- @include keyschema
+-- @include record
 -- @include drop
 -- @include delta
 -- @include reap

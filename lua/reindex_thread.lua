@@ -15,6 +15,7 @@
   added is the number of index entries added.
 ]]
 -- @include keyschema
+-- @include record
 
 local prefix = ARGV[1]
 local K = keyspace(prefix, ARGV[2])
@@ -33,7 +34,7 @@ for _, ns in ipairs(namespaces) do
     local ids = redis.call("ZRANGEBYLEX", K.index(ns), lower, "+", "LIMIT", 0, step - visited)
     for _, id in ipairs(ids) do
       local cp = K.checkpoint(ns, id)
-      local values = redis.call("HMGET", cp, unpack(fields))
+      local values = record_fields(cp, unpack(fields))
       local left = redis.call("PTTL", cp)
       if left ~= -2 then
         local ix = split_refs(values[1])
@@ -57,7 +58,7 @@ for _, ns in ipairs(namespaces) do
             end
           end
         end
-        if changed then redis.call("HSET", cp, "ix", table.concat(ix, ",")) end
+        if changed then set_record_field(cp, "ix", table.concat(ix, ",")) end
       end
       visited = visited + 1
       if visited >= step then return { added, ns, id } end

@@ -22,6 +22,7 @@
   most 64) are all this thread's, which follows the thread's new expiry.
 ]]
 -- @include keyschema
+-- @include record
 -- @include drop
 -- @include delta
 -- @include reap

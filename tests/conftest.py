@@ -25,6 +25,7 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv.keys import pack_record, parse_record
 
 RUN_ID = uuid.uuid4().hex[:10]
 _counter = itertools.count()
@@ -416,3 +417,19 @@ def slot_moving(
             finisher.join()
     finally:
         move.close()
+
+
+def record_of(client: redis.Redis, key: str) -> dict[str, bytes]:
+    """A checkpoint record's fields, of either layout (a string, or a hash written before)."""
+    if client.type(key) == b"hash":
+        return {f.decode(): v for f, v in client.hgetall(key).items()}
+    packed = client.get(key)
+    assert isinstance(packed, bytes), f"no record at {key}"
+    return {f.decode(): v for f, v in parse_record(packed).items()}
+
+
+def set_record_field(client: redis.Redis, key: str, name: str, value: bytes) -> None:
+    """Change one field of a string record by hand (a test forging what is stored)."""
+    fields = {f.encode(): v for f, v in record_of(client, key).items()}
+    fields[name.encode()] = value
+    client.set(key, pack_record(fields), keepttl=True)

@@ -18,7 +18,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.compression import MIN_SIZE
 
-from .conftest import keys_of
+from .conftest import keys_of, record_of
 from .test_contract import cfg, make_checkpoint
 
 # real prose, not filler: the first paragraphs of the README
@@ -73,7 +73,7 @@ def test_large_values_are_stored_compressed_small_ones_as_they_are(
         assert len(JsonPlusSerializer().dumps_typed("ok")[1]) < MIN_SIZE
         assert b"z:msgpack\0" in written(client, prefix)  # pending writes too
         (cp,) = keys_of(client, f"{prefix}:cp:*")
-        assert client.hget(cp, "ck").startswith(b"z:msgpack\0")  # type: ignore[union-attr]
+        assert record_of(client, cp)["ck"].startswith(b"z:msgpack\0")
         loaded = saver.get_tuple(cfg("t"))
         assert loaded is not None
         assert loaded.checkpoint["channel_values"] == {"messages": MESSAGES, "turn": 2,

@@ -22,7 +22,7 @@ from langgraph.checkpoint.rediskv.compression import with_compression
 from langgraph.checkpoint.rediskv.core import INLINE_MARK
 from langgraph.checkpoint.rediskv.keys import decode_part
 
-from .conftest import keys_of
+from .conftest import keys_of, record_of
 from .test_contract import cfg, make_checkpoint
 
 BIG = "a sentence of real length, long enough to stay a blob of its own. " * 2
@@ -56,8 +56,8 @@ def test_only_trigger_channels_holding_none_are_inlined(
     blobs = {"branch:to:odd", "none", "turn", "text"}
     assert blob_channels(client, prefix) == blobs
     (cp,) = keys_of(client, f"{prefix}:cp:*")
-    assert client.hget(cp, "ck").startswith(INLINE_MARK)  # type: ignore[union-attr]
-    bv = client.hget(cp, "bv").decode()  # type: ignore[union-attr]
+    assert record_of(client, cp)["ck"].startswith(INLINE_MARK)
+    bv = record_of(client, cp)["bv"].decode()
     value_refs, bases = bv.split(",,")  # the refs of its values, then of bases (none here)
     assert sorted(decode_part(ref.split(":")[0]) for ref in value_refs.split(",")) == sorted(blobs)
     assert bases == ""
@@ -71,7 +71,7 @@ def test_a_record_without_inline_values_has_no_mark(
 ) -> None:
     put(saver, "t", {"text": BIG})
     (cp,) = keys_of(client, f"{prefix}:cp:*")
-    assert not client.hget(cp, "ck").startswith(INLINE_MARK)  # type: ignore[union-attr]
+    assert not record_of(client, cp)["ck"].startswith(INLINE_MARK)
     loaded = saver.get_tuple(cfg("t"))
     assert loaded is not None and loaded.checkpoint["channel_values"] == {"text": BIG}
 
@@ -100,7 +100,7 @@ def test_a_record_written_before_inlining_still_reads(
         put(saver, "t", values)
     assert blob_channels(client, prefix) == {"turn", "branch:to:a", "text"}
     (cp,) = keys_of(client, f"{prefix}:cp:*")
-    assert not client.hget(cp, "ck").startswith(INLINE_MARK)  # type: ignore[union-attr]
+    assert not record_of(client, cp)["ck"].startswith(INLINE_MARK)
     loaded = saver.get_tuple(cfg("t"))
     assert loaded is not None and loaded.checkpoint["channel_values"] == values
 
@@ -110,7 +110,7 @@ def test_an_older_reader_refuses_an_inlined_record(
 ) -> None:
     put(saver, "t", {"branch:to:a": None})
     (cp,) = keys_of(client, f"{prefix}:cp:*")
-    stored = client.hget(cp, "ck")
+    stored = record_of(client, cp)["ck"]
     assert stored is not None
     # what a reader without INLINE_MARK did with the field: loads it as a plain stored value
     type_, _, data = stored.partition(b"\0")
@@ -145,7 +145,7 @@ def test_inline_values_are_encrypted_with_the_checkpoint(
     with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
         put(saver, "t", {"branch:to:horse": None})
         (cp,) = keys_of(client, f"{prefix}:cp:*")
-        stored = client.hget(cp, "ck")
+        stored = record_of(client, cp)["ck"]
         assert stored is not None and stored.startswith(INLINE_MARK)
         assert b"horse" not in stored
         loaded = saver.get_tuple(cfg("t"))

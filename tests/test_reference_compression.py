@@ -27,7 +27,7 @@ from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.compression import REF_MARK
 
 from .clock import advance_time
-from .conftest import RoundTrips, keys_of
+from .conftest import RoundTrips, keys_of, record_of
 from .test_contract import cfg, make_checkpoint
 
 PROSE = (Path(__file__).parent.parent / "README.md").read_text()
@@ -89,9 +89,7 @@ def message_blobs(client: redis.Redis, prefix: str) -> dict[str, bytes]:
 def record_refs(client: redis.Redis, prefix: str, checkpoint_id: str) -> list[list[str]]:
     """A record's bv, "values,,bases": [refs of its values, refs of bases]."""
     (key,) = keys_of(client, f"{prefix}:cp:*:{checkpoint_id}")
-    bv = client.hget(key, "bv")
-    assert bv is not None
-    values, bases = bv.decode().split(",,")
+    values, bases = record_of(client, key)["bv"].decode().split(",,")
     return [values.split(","), bases.split(",") if bases else []]
 
 

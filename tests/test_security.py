@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG, Json
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import PrivateServer, _free_port, keys_of
+from .conftest import PrivateServer, _free_port, keys_of, record_of, set_record_field
 from .test_contract import cfg, make_checkpoint
 from .test_reference_compression import Chat
 from .test_ttl import build_chat, expected_messages, turn
@@ -266,13 +266,13 @@ def test_threat_default_serializer_calls_the_callable_a_forged_value_names(
         assert saved is not None
         keys = KeySchema(saver.prefix)
         checkpoint_key = keys.checkpoint(keys.tag("t"), "", saved.checkpoint["id"])
-        stored = client.hget(checkpoint_key, "ck")
+        stored = record_of(client, checkpoint_key)["ck"]
         assert isinstance(stored, bytes) and stored.startswith(b"z:msgpack\0")  # compressed
         raw = zstandard.ZstdDecompressor().decompress(stored.removeprefix(b"z:msgpack\0"))
         checkpoint = ormsgpack.unpackb(raw)
         # forged uncompressed: values written without compression stay readable
         checkpoint["forged"] = forged_ext(__name__, "record", "pwned")
-        client.hset(checkpoint_key, "ck", b"msgpack\0" + ormsgpack.packb(checkpoint))
+        set_record_field(client, checkpoint_key, "ck", b"msgpack\0" + ormsgpack.packb(checkpoint))
     assert calls == []
     loaded = saver.get_tuple(cfg("t"))
     assert calls == ["pwned"]

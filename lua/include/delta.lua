@@ -13,7 +13,7 @@
 -- "m:counters_since_delta_snapshot"); a channel the checkpoint stores anyway is left out.
 -- Returns nil when that field cannot be read: the caller must then assume the worst.
 local function unsnapshotted_channels(K, ns, id)
-  local fields = redis.call("HMGET", K.checkpoint(ns, id), "m:counters_since_delta_snapshot", "bv")
+  local fields = record_fields(K.checkpoint(ns, id), "m:counters_since_delta_snapshot", "bv")
   if not fields[1] or fields[1] == "null" then return {}, 0 end
   local ok, counters = pcall(cjson.decode, fields[1])
   if not ok or type(counters) ~= "table" then return nil, 0 end
@@ -46,7 +46,7 @@ local function delta_dependencies(K, ns, id)
   local by_enc = {}
   for name in pairs(open or {}) do by_enc[enc(name)] = name end
   local seen = { [id] = true }
-  local cursor = redis.call("HGET", K.checkpoint(ns, id), "p")
+  local cursor = record_field(K.checkpoint(ns, id), "p")
   while cursor and not seen[cursor] do
     local cp = K.checkpoint(ns, cursor)
     if redis.call("EXISTS", cp) == 0 then break end
@@ -61,7 +61,7 @@ local function delta_dependencies(K, ns, id)
           break
         end
       end
-      for _, ref in ipairs(value_refs(redis.call("HGET", cp, "bv"))) do
+      for _, ref in ipairs(value_refs(record_field(cp, "bv"))) do
         local name = by_enc[ref_channel(ref)]
         if name and open[name] and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
           open[name] = nil
@@ -71,7 +71,7 @@ local function delta_dependencies(K, ns, id)
       end
       if count == 0 then break end
     end
-    cursor = redis.call("HGET", cp, "p")
+    cursor = record_field(cp, "p")
   end
   for i = #chain, needed + 1, -1 do chain[i] = nil end
   return chain

@@ -5,7 +5,7 @@
 -- because other checkpoints of the namespace may share it.
 local function drop_checkpoint(K, ns, id, refs)
   local cp = K.checkpoint(ns, id)
-  local fields = redis.call("HMGET", cp, "bv", "r", "ix")
+  local fields = record_fields(cp, "bv", "r", "ix")
   for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
   unindex_checkpoint(K, ns, id, fields[3])
   if fields[2] then
@@ -22,7 +22,7 @@ end
 local function gc_blobs(K, ns, candidates)
   if next(candidates) == nil then return end
   for _, id in ipairs(redis.call("ZRANGE", K.index(ns), 0, -1)) do
-    local bv = redis.call("HGET", K.checkpoint(ns, id), "bv")
+    local bv = record_field(K.checkpoint(ns, id), "bv")
     for _, ref in ipairs(split_refs(bv)) do candidates[ref] = nil end
   end
   for ref in pairs(candidates) do redis.call("UNLINK", K.blob(ns, ref)) end

@@ -60,7 +60,7 @@ end
 -- unlinked after the checkpoints.
 local function unlink_checkpoint(K, bi, ns, id)
   local cp = K.checkpoint(ns, id)
-  local fields = redis.call("HMGET", cp, "bv", "ix")
+  local fields = record_fields(cp, "bv", "ix")
   local refs = split_refs(fields[1])
   for first = 1, #refs, 4000 do
     redis.call("SADD", bi, unpack(refs, first, math.min(first + 3999, #refs)))
@@ -161,7 +161,7 @@ local function prune_swap(K, prefix, tag, G, ns)
   for _, id in ipairs(keep) do
     redis.call("ZADD", index, 0, id)
     if redis.call("EXISTS", K.writes(ns, id)) == 1 then redis.call("SADD", wi, id) end
-    local refs = split_refs(redis.call("HGET", K.checkpoint(ns, id), "bv"))
+    local refs = split_refs(record_field(K.checkpoint(ns, id), "bv"))
     if #refs > 0 then redis.call("SADD", G.ns_part("k", ns), unpack(refs)) end
   end
   for _, key in ipairs({ index, wi }) do copy_expiry(left, key) end
@@ -281,7 +281,7 @@ local function spare(K, ns, G, first)
     for _, dep in ipairs(delta_dependencies(K, ns, queue[head])) do
       used = used + 4
       if redis.call("SREM", doomed, dep) == 1 then
-        local refs = split_refs(redis.call("HGET", K.checkpoint(ns, dep), "bv"))
+        local refs = split_refs(record_field(K.checkpoint(ns, dep), "bv"))
         if #refs > 0 then redis.call("SADD", live, unpack(refs)) end
         queue[#queue + 1] = dep
       end
@@ -328,7 +328,7 @@ local function reap_runs(K, prefix, tag, G, budget)
     local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)
     for _, id in ipairs(ids) do
       if redis.call("SISMEMBER", doomed, id) == 0 then
-        local fields = redis.call("HMGET", K.checkpoint(ns, id), "p", "bv")
+        local fields = record_fields(K.checkpoint(ns, id), "p", "bv")
         local refs = split_refs(fields[2])
         if #refs > 0 then redis.call("SADD", live, unpack(refs)) end
         if fields[1] and redis.call("SISMEMBER", doomed, fields[1]) == 1 then
@@ -425,7 +425,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
       local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)
       for _, id in ipairs(ids) do
         local cp = K.checkpoint(ns, id)
-        local fields = redis.call("HMGET", cp, "bv", "ix")
+        local fields = record_fields(cp, "bv", "ix")
         apply(cp)
         apply(K.writes(ns, id))
         for _, ref in ipairs(split_refs(fields[1])) do apply(K.blob(ns, ref)) end

@@ -8,7 +8,7 @@
 -- the global metadata indexes it is in (extended only: they are shared).
 local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
-  local fields = redis.call("HMGET", cp, "ck", "md", "p", "bv", "r", "ix", "h")
+  local fields = record_fields(cp, "ck", "md", "p", "bv", "r", "ix", "h")
   -- h: kept by keep_last only for the delta chain of newer ones (include/trim.lua)
   if not fields[1] or fields[7] then return nil end
   local refs = split_refs(fields[4])
@@ -39,18 +39,15 @@ end
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in ARGV
 -- from position `first` on, `count` pairs long. A missing key matches only JSON null.
 local function matches_filter(cp, first, count)
-  for start = 0, count - 1, 1000 do  -- HMGET in chunks: unpack() takes a few thousand values
-    local last = math.min(start + 999, count - 1)
-    local fields = {}
-    for j = start, last do fields[#fields + 1] = ARGV[first + 2 * j] end
-    local values = redis.call("HMGET", cp, unpack(fields))
-    for j = start, last do
-      local want, have = ARGV[first + 2 * j + 1], values[j - start + 1]
-      if have then
-        if have ~= want then return false end
-      elseif want ~= "null" then
-        return false
-      end
+  local wanted = {}
+  for j = 0, count - 1 do wanted[ARGV[first + 2 * j]] = true end
+  local fields = record(cp, wanted)
+  for j = 0, count - 1 do
+    local want, have = ARGV[first + 2 * j + 1], fields[ARGV[first + 2 * j]]
+    if have then
+      if have ~= want then return false end
+    elseif want ~= "null" then
+      return false
     end
   end
   return true

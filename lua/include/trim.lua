@@ -26,7 +26,7 @@ local function delta_seeds(K, ns, parent, counters, refs)
   for name in pairs(decoded) do open[enc(tostring(name))] = true end
   for _, ref in ipairs(refs) do open[ref_channel(ref)] = nil end  -- snapshotted here
   if next(open) == nil then return "" end
-  local fields = redis.call("HMGET", K.checkpoint(ns, parent), "bv", "df")
+  local fields = record_fields(K.checkpoint(ns, parent), "bv", "df")
   if not fields[1] then return "" end  -- no parent record: nothing older is read
   local at_parent = {}
   for _, ref in ipairs(value_refs(fields[1])) do at_parent[ref_channel(ref)] = true end
@@ -85,8 +85,7 @@ local function trim_history(K, ns, keep)
   if excess <= 0 then return end
   local floor, used = nil, {}
   for _, id in ipairs(redis.call("ZRANGE", index, -keep, -1)) do
-    local fields = redis.call(
-      "HMGET", K.checkpoint(ns, id), "bv", "df", "m:counters_since_delta_snapshot"
+    local fields = record_fields(K.checkpoint(ns, id), "bv", "df", "m:counters_since_delta_snapshot"
     )
     for _, ref in ipairs(split_refs(fields[1])) do used[ref] = true end
     local seed = oldest_seed(fields[2])
@@ -108,10 +107,10 @@ local function trim_history(K, ns, keep)
   local leaving = redis.call("ZRANGE", index, -(keep + 1), -(keep + 1))[1]
   if leaving then
     local key = K.checkpoint(ns, leaving)
-    local fields = redis.call("HMGET", key, "bv", "df", "m:counters_since_delta_snapshot", "h")
+    local fields = record_fields(key, "bv", "df", "m:counters_since_delta_snapshot", "h")
     local unknown = not fields[2] and fields[3] and fields[3] ~= "null" and fields[3] ~= "{}"
     if fields[1] and not fields[4] and (oldest_seed(fields[2]) or unknown) then
-      redis.call("HSET", key, "h", "1")
+      set_record_field(key, "h", "1")
     end
   end
   local loose = K.loose_blobs(ns)

@@ -23,7 +23,9 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
 
     P:th:{T}            SET    encoded namespaces of the thread (the thread index)
     P:idx:{T}:N         ZSET   raw checkpoint ids, all scored 0: lexical order = time order
-    P:cp:{T}:N:I        HASH   one checkpoint: ck, md, p (parent id), bv (blob refs: "C:V,..."
+    P:cp:{T}:N:I        STRING one checkpoint, its fields packed (parse_record; a HASH of the
+                               same fields when written before that): ck, md, p (parent id),
+                               bv (blob refs: "C:V,..."
                                of its values, then ",," and the refs of the bases some are
                                stored against, see .compression), r (run), m:<key> (canonical
                                JSON of each metadata value, for filters)
@@ -203,3 +205,22 @@ def metadata_index_suffix(key: str, canonical: str) -> str:
 def blob_ref(channel: str, version: str | int | float) -> str:
     """``C:V``: a blob's key suffix within its (thread, namespace), as stored in ``bv``."""
     return f"{encode_part(channel)}:{encode_part(str(version))}"
+
+
+def parse_record(packed: bytes) -> dict[bytes, bytes]:
+    """The fields of a checkpoint record stored as one string: ``<name>\\0<length>\\0<value>``
+    after one another (the Lua side: ``lua/include/record.lua``)."""
+    fields: dict[bytes, bytes] = {}
+    pos = 0
+    while pos < len(packed):
+        a = packed.index(b"\0", pos)
+        b = packed.index(b"\0", a + 1)
+        end = b + 1 + int(packed[a + 1 : b])
+        fields[packed[pos:a]] = packed[b + 1 : end]
+        pos = end
+    return fields
+
+
+def pack_record(fields: dict[bytes, bytes]) -> bytes:
+    """The string of a checkpoint record (see :func:`parse_record`)."""
+    return b"".join(b"%s\0%d\0%s" % (name, len(value), value) for name, value in fields.items())

@@ -21,7 +21,7 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
-from ..keys import KeySchema, decode_part
+from ..keys import KeySchema, decode_part, parse_record
 from ..sync import RedisSaver
 from .common import chunks, no_checkpoints, refused
 
@@ -180,10 +180,7 @@ def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
         candidates += [schema.index(tag, ns), schema.writes_index(tag, ns), *checkpoints]
         candidates += [schema.writes(tag, ns, i) for i in with_writes]
         for chunk in chunks(checkpoints):
-            pipe = client.pipeline(transaction=False)
-            for key in chunk:
-                pipe.hget(key, "bv")
-            for refs in pipe.execute():
+            for refs in record_fields(client, chunk, b"bv"):
                 if refs:
                     # (values, then after ",," the bases some of them are stored against)
                     blobs.update(
@@ -191,6 +188,24 @@ def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
                     )
     candidates += sorted(blobs)
     found.keys = existing(client, candidates)
+    return found
+
+
+def record_fields(client: Client, keys: Sequence[str], name: bytes) -> list[bytes | None]:
+    """One field of each checkpoint record (None where there is none), of either layout: a
+    string (keys.parse_record) or, written before it, a hash."""
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.get(key)
+    found: list[bytes | None] = []
+    for key, packed in zip(keys, pipe.execute(raise_on_error=False), strict=True):
+        if isinstance(packed, bytes):
+            found.append(parse_record(packed).get(name))
+        elif isinstance(packed, Exception):  # WRONGTYPE: a record written as a hash
+            value = client.hget(key, name.decode())
+            found.append(value if isinstance(value, bytes) else None)
+        else:
+            found.append(None)
     return found
 
 

@@ -1,0 +1,117 @@
+"""Checkpoint records are one string each (lua/include/record.lua); records written before,
+as hashes of the same fields, keep working with every operation.
+
+A hash of a dozen fields, two of them longer than hash-max-listpack-value, is a hashtable in
+Redis, which costs about 600 bytes more per checkpoint than the same fields in a string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.keys import parse_record
+
+from .conftest import keys_of, record_of
+from .test_contract import cfg
+from .test_reference_compression import Chat
+
+
+def as_hashes(client: redis.Redis, prefix: str) -> int:
+    """Rewrite every string record under the prefix as a hash of its fields, as the layout
+    before wrote them (expiry kept). Returns how many."""
+    count = 0
+    for key in keys_of(client, f"{prefix}:cp:*"):
+        if client.type(key) != b"string":
+            continue
+        packed = client.get(key)
+        assert packed is not None
+        left = client.pttl(key)
+        client.delete(key)
+        client.hset(key, mapping=parse_record(packed))
+        if left > 0:
+            client.pexpire(key, left)
+        count += 1
+    return count
+
+
+def snapshot_of(saver: RedisSaver, thread: str) -> list[tuple[Any, ...]]:
+    return [
+        (t.config, t.checkpoint, t.metadata, t.parent_config, t.pending_writes)
+        for t in saver.list(cfg(thread))
+    ]
+
+
+def test_a_record_is_one_string_smaller_than_the_hash_it_was(
+    saver: RedisSaver, prefix: str, client: redis.Redis
+) -> None:
+    chat = Chat()
+    ids = [chat.turn(saver) for _ in range(4)]
+    (key,) = keys_of(client, f"{prefix}:cp:*:{ids[-1]}")
+    assert client.type(key) == b"string"
+    fields = record_of(client, key)
+    assert {"ck", "md", "bv", "p", "r"} <= set(fields)
+    as_string = client.memory_usage(key, samples=0)
+    as_hashes(client, prefix)
+    assert client.type(key) == b"hash" and record_of(client, key) == fields
+    as_hash = client.memory_usage(key, samples=0)
+    assert as_string is not None and as_hash is not None and as_string < as_hash
+
+
+def test_records_written_as_hashes_keep_working(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    with RedisSaver(server_url, prefix=prefix, index_metadata=("run_id", "source")) as saver:
+        chat = Chat()
+        for run in ("run-a", "run-a", "run-b", "run-b", "run-c"):
+            chat.turn(saver, run)
+        saver.put_writes(cfg("t", "", chat.put[-1][0]), [("messages", "late")], "task-1")
+        other = Chat("other")
+        for _ in range(3):
+            other.turn(saver)
+        before = snapshot_of(saver, "t")
+        filtered = [t.checkpoint["id"] for t in saver.list(None, filter={"run_id": "run-b"})]
+        assert as_hashes(client, prefix) == 8
+
+        # reads: get, list, the indexed and the scanned filter, the delta walk
+        assert snapshot_of(saver, "t") == before
+        chat.check(saver)
+        assert [t.checkpoint["id"] for t in saver.list(None, filter={"run_id": "run-b"})] == (
+            filtered
+        )
+        assert len(list(saver.list(cfg("t"), filter={"step": 3}))) == 1
+        assert saver.get_delta_channel_history(config=cfg("t"), channels=["messages"])
+        assert saver.check_invariants() == []
+
+        # writes next to them: a child (a string record), a reindex, a copy, delete_for_runs
+        chat.turn(saver, "run-d")
+        (key,) = keys_of(client, f"{prefix}:cp:*:{chat.put[-1][0]}")
+        assert client.type(key) == b"string"
+        with RedisSaver(
+            server_url, prefix=prefix, index_metadata=("run_id", "source", "step")
+        ) as more:
+            more.put_writes(cfg("t", "", chat.put[-1][0]), [("messages", "x")], "task-2")
+            assert more.reindex_metadata() > 0  # records of both layouts get their ix
+            assert len(list(more.list(None, filter={"step": 2}))) == 2  # t and other
+        saver.copy_thread("t", "copy")
+        assert [t.checkpoint["id"] for t in saver.list(cfg("copy"))] == [
+            t.checkpoint["id"] for t in saver.list(cfg("t"))
+        ]
+        saver.delete_for_runs(["run-a"])
+        assert len(list(saver.list(cfg("t")))) == 4
+        chat.check(saver, [checkpoint_id for checkpoint_id, _ in chat.put[2:]])
+        assert saver.check_invariants() == []
+
+    # trims and prunes over hash records
+    with RedisSaver(server_url, prefix=prefix, keep_last=2) as trimming:
+        other.turn(trimming)
+        other.turn(trimming)
+        assert len(list(trimming.list(cfg("other")))) == 2
+        other.check(trimming, [checkpoint_id for checkpoint_id, _ in other.put[-2:]])
+        trimming.prune(["copy"])
+        assert len(list(trimming.list(cfg("copy")))) == 1
+        trimming.delete_thread("t")
+        assert keys_of(client, f"{prefix}:*{{t}}*") == []
+        assert trimming.check_invariants() == []
