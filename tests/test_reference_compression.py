@@ -18,13 +18,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv.compression import REF_MARK
+from langgraph.checkpoint.rediskv.compression import (
+    REF_MARK,
+    Base,
+    BaseCache,
+    CompressionDictionaries,
+    reference_parameters,
+)
 
 from .clock import advance_time
 from .conftest import RoundTrips, keys_of, record_of
@@ -413,3 +420,55 @@ def test_a_serializer_type_with_a_plus_reads_its_compressed_values(
         assert client.get(key).startswith(b"zr:doc:1;json+v1\0")  # type: ignore[union-attr]
         got = saver.get_tuple(cfg("t"))
         assert got is not None and got.checkpoint["channel_values"]["doc"] == PROSE[:1500] + "xx"
+
+
+def test_a_long_chat_is_stored_against_its_base_in_few_bytes(
+    saver: RedisSaver, prefix: str, client: redis.Redis
+) -> None:
+    """Found by review: at zstd level 1 the dictionary's hash table covers some 100 KB of the
+    base, so one more message on a 400 KB history came out at kilobytes (level 3, with a
+    table sized to the base: a few hundred bytes)."""
+    history = [message(n) for n in range(2, 900)]  # 300-character messages: ~400 KB
+    first = put_messages(saver, "t", None, history, "1")
+    later = put_messages(saver, "t", first, [*history, message(900)], "2")
+    assert len(saver._core.zstd.inner.dumps_typed(history)[1]) > 300_000
+    blobs = message_blobs(client, prefix)
+    assert blobs["2"].startswith(b"zr:messages:1;") and len(blobs["2"]) < 1_000
+    got = saver.get_tuple(cfg("t", "", later))
+    assert got is not None and got.checkpoint["channel_values"]["messages"][-1] == message(900)
+
+
+def test_the_caches_of_bases_count_what_they_hold() -> None:
+    """Found by review: the base cache counted a base's serialized bytes only, not its stored
+    form nor zstd's tables (several times its size), so 32 MB held 0.5-0.9 GB."""
+    raw = b"x" * 5_000
+    bases = [Base(f"c:{n}", raw + b"%d" % n, b"z:msgpack\0%04d" % n + b"y" * 1_996)
+             for n in range(10)]
+    cache = BaseCache(max_bytes=3 * bases[0].size)
+    for n, base in enumerate(bases):
+        cache.put(("t", "", f"c{n}"), base)
+    assert bases[0].size == 5_001 + 2_010
+    kept = [cache.get(("t", "", f"c{n}")) is not None for n in range(10)]
+    assert kept == [False] * 7 + [True] * 3
+    dictionaries = CompressionDictionaries(max_bytes=1 << 20)
+    for base in bases:
+        dictionaries.get(base, 1)
+    params = reference_parameters(len(raw), 1)
+    one = 4 * ((1 << params.hash_log) + (1 << params.chain_log)) + 2 * len(raw)
+    assert len(dictionaries._dictionaries) == max(1, (1 << 20) // one)
+
+
+def test_a_changed_base_fails_the_read_naming_what_cannot_be_read(
+    saver: RedisSaver, prefix: str, client: redis.Redis
+) -> None:
+    first = put_messages(saver, "t", None, [message(1)], "1")
+    second = put_messages(saver, "t", first, [message(1), message(2)], "2")
+    (base_key,) = keys_of(client, f"{prefix}:blob:*:messages:1")
+    other = saver._core.dumps_channel(("x", "", "messages"), "messages:9", [message(3)])[0]
+    client.set(base_key, other)  # by hand: a store damaged outside the saver
+    with pytest.raises(ValueError) as raised:
+        saver.get_tuple(cfg("t", "", second))
+    assert str(raised.value).startswith(
+        f"channel 'messages' of checkpoint '{second}' in thread 't' (namespace '') cannot be "
+        "read: a stored value of type 'zr:messages:1;msgpack' does not decompress with its base"
+    )

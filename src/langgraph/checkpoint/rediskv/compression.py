@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 import zstandard
@@ -63,6 +64,7 @@ class ZstdSerializer(SerializerProtocol):
         self.inner = inner
         self.level = level
         self._local = threading.local()  # zstd contexts are not thread-safe; reuse per thread
+        self.dictionaries = CompressionDictionaries()
 
     def _compressor(self) -> zstandard.ZstdCompressor:
         compressor = getattr(self._local, "compressor", None)
@@ -94,9 +96,8 @@ class ZstdSerializer(SerializerProtocol):
         as dictionary (compression on only)."""
         # with a checksum of the content (4 bytes): decompressed against anything but the
         # base's bytes, the value fails to read instead of coming out wrong
-        compressor = zstandard.ZstdCompressor(
-            dict_data=base.dictionary(self.level or 1), write_checksum=True
-        )
+        dictionary = self.dictionaries.get(base, self.level or 1)
+        compressor = zstandard.ZstdCompressor(dict_data=dictionary, write_checksum=True)
         return f"{REF_MARK}{base.ref};{type_}", compressor.compress(data)
 
     def unpack(
@@ -110,8 +111,7 @@ class ZstdSerializer(SerializerProtocol):
             if base is None:
                 raise ValueError(f"a stored value of type {type_!r} is read without its base")
             try:
-                dictionary = base.dictionary(self.level or 1)
-                decompressor = zstandard.ZstdDecompressor(dict_data=dictionary)
+                decompressor = zstandard.ZstdDecompressor(dict_data=base.dictionary())
                 return type_.split(";", 1)[1], decompressor.decompress(payload)
             except zstandard.ZstdError as exc:
                 raise ValueError(
@@ -153,8 +153,12 @@ def with_compression(serde: SerializerProtocol, level: int | None) -> Serializer
 # further a channel moves from its base, the less the base helps).
 REF_MIN_SIZE = 1024
 REF_MAX_SHARE = 0.5
-# The bases a saver keeps in memory, in bytes of their serialized values.
+# The bases a saver keeps in memory (their serialized and stored bytes), and the zstd tables
+# of those it compressed against lately; values are compressed against a base at this level
+# at least (see reference_parameters).
 BASE_CACHE_BYTES = 32 << 20
+COMPRESSION_DICTIONARY_BYTES = 32 << 20
+REF_LEVEL = 3
 
 
 class Base:
@@ -176,17 +180,75 @@ class Base:
             self._digest = hashlib.sha1(self.stored).hexdigest()
         return self._digest
 
-    def dictionary(self, level: int) -> zstandard.ZstdCompressionDict:
-        """The zstd dictionary of its bytes, digested once for compressing at ``level`` (a
-        compressor that loads a 10 KB dictionary afresh spends longer on it than on the
-        value; both are safe to share between threads)."""
+    @property
+    def size(self) -> int:
+        """Bytes it holds (what the caches count)."""
+        return len(self.raw) + len(self.stored)
+
+    def dictionary(self) -> zstandard.ZstdCompressionDict:
+        """Its bytes as a zstd dictionary, for reading the values compressed against it (zstd
+        keeps its decompression tables, about the size of the bytes, with it)."""
         if self._dictionary is None:
-            dictionary = zstandard.ZstdCompressionDict(
+            self._dictionary = zstandard.ZstdCompressionDict(
                 self.raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT
             )
-            dictionary.precompute_compress(level=level)
-            self._dictionary = dictionary
         return self._dictionary
+
+
+class CompressionDictionaries:
+    """Bases digested for compressing against them, the most recently used first, bounded by
+    bytes: zstd's tables for a base take several times its size, and a compressor that loads
+    a base afresh spends longer on it than on the value (safe to share between threads)."""
+
+    def __init__(self, max_bytes: int = COMPRESSION_DICTIONARY_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._dictionaries: OrderedDict[bytes, tuple[zstandard.ZstdCompressionDict, int]] = (
+            OrderedDict()
+        )
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, base: Base, level: int) -> zstandard.ZstdCompressionDict:
+        with self._lock:
+            found = self._dictionaries.get(base.stored)
+            if found is not None:
+                self._dictionaries.move_to_end(base.stored)
+                return found[0]
+        params = reference_parameters(len(base.raw), level)
+        dictionary = zstandard.ZstdCompressionDict(
+            base.raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT
+        )
+        dictionary.precompute_compress(compression_params=params)
+        # its hash and chain tables (4 bytes an entry) and a copy of the bytes
+        size = 4 * ((1 << params.hash_log) + (1 << params.chain_log)) + 2 * len(base.raw)
+        with self._lock:
+            if base.stored not in self._dictionaries:
+                self._dictionaries[base.stored] = (dictionary, size)
+                self._bytes += size
+                while self._bytes > self.max_bytes and len(self._dictionaries) > 1:
+                    _, (_, dropped) = self._dictionaries.popitem(last=False)
+                    self._bytes -= dropped
+        return dictionary
+
+
+def reference_parameters(base_size: int, level: int) -> zstandard.ZstdCompressionParameters:
+    """zstd's parameters for compressing a value against a base of ``base_size`` bytes: at
+    least level 3, with a window and a hash table that reach over the whole base (at level 1
+    the fast strategy's table covers some 100 KB of it, so a long chat's messages came out
+    tens of KB where they take a few hundred bytes)."""
+    level = max(level, REF_LEVEL)
+    sized = zstandard.ZstdCompressionParameters.from_level(
+        level, source_size=base_size, dict_size=base_size
+    )
+    window_log = max(sized.window_log, min(27, (2 * base_size).bit_length()))
+    hash_log = max(sized.hash_log, min(window_log - 2, 22))
+    return zstandard.ZstdCompressionParameters.from_level(
+        level,
+        source_size=base_size,
+        dict_size=base_size,
+        window_log=window_log,
+        hash_log=hash_log,
+    )
 
 
 class BaseCache:
@@ -198,37 +260,37 @@ class BaseCache:
 
     def __init__(self, max_bytes: int = BASE_CACHE_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._bases: OrderedDict[tuple[str, str, str], Base] = OrderedDict()
+        self._bases: OrderedDict[Hashable, Base] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()  # one saver serves many threads
 
-    def get(self, key: tuple[str, str, str]) -> Base | None:
+    def get(self, key: Hashable) -> Base | None:
         with self._lock:
             base = self._bases.get(key)
             if base is not None:
                 self._bases.move_to_end(key)
             return base
 
-    def put(self, key: tuple[str, str, str], base: Base) -> None:
-        if len(base.raw) > self.max_bytes:
+    def put(self, key: Hashable, base: Base) -> None:
+        if base.size > self.max_bytes:
             return
         with self._lock:
             old = self._bases.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.raw)
+                self._bytes -= old.size
             self._bases[key] = base
-            self._bytes += len(base.raw)
+            self._bytes += base.size
             while self._bytes > self.max_bytes:
                 _, dropped = self._bases.popitem(last=False)
-                self._bytes -= len(dropped.raw)
+                self._bytes -= dropped.size
 
-    def drop(self, key: tuple[str, str, str]) -> None:
+    def drop(self, key: Hashable) -> None:
         with self._lock:
             old = self._bases.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.raw)
+                self._bytes -= old.size
 
     def drop_thread(self, tag: str) -> None:
         with self._lock:
-            for key in [key for key in self._bases if key[0] == tag]:
-                self._bytes -= len(self._bases.pop(key).raw)
+            for key in [k for k in self._bases if isinstance(k, tuple) and k[0] == tag]:
+                self._bytes -= self._bases.pop(key).size

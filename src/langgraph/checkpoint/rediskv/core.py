@@ -91,7 +91,7 @@ TRIGGER_CHANNEL_PREFIX = "branch:to:"
 # returning the checkpoint without those values.
 INLINE_MARK = b"u:i:"
 REF_MARK_B = REF_MARK.encode()
-READ_BASES = 64  # bases kept decompressed for reads (see SaverCore._base)
+READ_BASES = 8 << 20  # bytes of bases kept decompressed for reads (see SaverCore._base)
 
 PRUNE_STRATEGIES = {
     "keep_latest": "prune",
@@ -224,7 +224,7 @@ class SaverCore:
     # the bases channel values are compressed against (mutable on purpose: a per-saver cache)
     bases: BaseCache = dataclasses.field(default_factory=BaseCache)
     # the bases of the values read lately, by their stored bytes (see _base)
-    read_bases: dict[bytes, Base] = dataclasses.field(default_factory=dict)
+    read_bases: BaseCache = dataclasses.field(default_factory=lambda: BaseCache(READ_BASES))
     # the serializer wrapped for storage: compression inside any encryption
     storage: SerializerProtocol = dataclasses.field(init=False)
     # its layers: the compression, and the cipher of an EncryptedSerializer (or None)
@@ -352,13 +352,10 @@ class SaverCore:
     def _base(self, ref: str, stored: bytes) -> Base:
         """The base stored as ``stored``: decompressed and digested once for the values of a
         list page, of a thread's turns (they share few bases)."""
-        memo = self.read_bases
-        base = memo.get(stored)
+        base = self.read_bases.get(stored)
         if base is None or base.ref != ref:
             base = Base(ref, self._raw(stored)[1], stored)
-            if len(memo) >= READ_BASES:
-                memo.clear()
-            memo[stored] = base
+            self.read_bases.put(stored, base)
         return base
 
     def canonical(self, value: Any) -> str:
@@ -409,15 +406,20 @@ class SaverCore:
             # a channel's first ref is its value; later ones are bases of values
             if stored is None or channel in values:
                 continue
-            if not warm:
-                values[channel] = (
-                    self.loads(stored)
-                    if not stored.startswith(REF_MARK_B)
-                    else self.loads_channel(ref, stored, by_ref)[0]
-                )
+            if not warm and not stored.startswith(REF_MARK_B):
+                values[channel] = self.loads(stored)
                 continue
-            values[channel], base = self.loads_channel(ref, stored, by_ref)
-            if base is not None:
+            try:
+                values[channel], base = self.loads_channel(ref, stored, by_ref)
+            except ValueError as exc:
+                if not stored.startswith(REF_MARK_B):
+                    raise  # the serializer's own error, as it was
+                # a base gone or changed: say whose value it was
+                raise ValueError(
+                    f"channel {channel!r} of checkpoint {checkpoint_id!r} in thread "
+                    f"{thread_id!r} (namespace {ns!r}) cannot be read: {exc}"
+                ) from exc
+            if warm and base is not None and self.keep_last != 1:  # (keep_last=1: in full)
                 self.bases.put((tag, ns_enc.decode(), channel), base)
         checkpoint["channel_values"] = values
         return CheckpointTuple(
