@@ -4,7 +4,7 @@
 
   KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
   KEYS[2]  P:idx:{T}:N      namespace index (ZSET of checkpoint ids)
-  KEYS[3]  P:cp:{T}:N:I     the checkpoint hash
+  KEYS[3]  P:cp:{T}:N:I     the checkpoint record (include/record.lua)
 
   ARGV[1]  prefix P                 ARGV[2]  hash tag {T}
   ARGV[3]  namespace N (encoded)    ARGV[4]  checkpoint id (raw)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import parse_record
 
 from .conftest import keys_of, record_of
-from .test_contract import cfg
+from .test_contract import cfg, make_checkpoint
 from .test_reference_compression import Chat
 
 
@@ -115,3 +116,42 @@ def test_records_written_as_hashes_keep_working(
         trimming.delete_thread("t")
         assert keys_of(client, f"{prefix}:*{{t}}*") == []
         assert trimming.check_invariants() == []
+
+
+def test_metadata_keys_with_any_bytes_stay_their_own_fields(
+    saver: RedisSaver, prefix: str, client: redis.Redis
+) -> None:
+    """Found by review: names were cut at the first NUL, so a metadata key with a NUL broke
+    the thread for every operation, and a crafted one forged fields (a hidden flag, the
+    parent). Names are length-prefixed now."""
+    forged = {"a\x00b": 1, "z\x000\x00h": 1, "z\x000\x00p": "x", "3:4:": "y", "": "empty"}
+    chat = Chat()
+    first = chat.turn(saver)
+    checkpoint = make_checkpoint({"messages": chat.messages}, {"messages": "00000001"})
+    config = saver.put(cfg("t", "", first), checkpoint, {"source": "loop", **forged}, {})
+    got = saver.get_tuple(config)
+    assert got is not None and got.parent_config == cfg("t", "", first)
+    assert {k: got.metadata[k] for k in forged} == forged  # type: ignore[literal-required]
+    for key, value in forged.items():
+        assert [t.checkpoint["id"] for t in saver.list(cfg("t"), filter={key: value})] == [
+            checkpoint["id"]
+        ]
+    assert len(list(saver.list(None, filter={"z\x000\x00h": 1}))) == 1
+    saver.copy_thread("t", "copy")
+    assert saver.get_tuple(cfg("copy")) is not None
+    assert saver.check_invariants() == []
+    saver.delete_thread("t")
+    assert keys_of(client, f"{prefix}:*{{t}}*") == []
+
+
+def test_a_corrupt_record_is_an_error_that_names_it(
+    saver: RedisSaver, prefix: str, client: redis.Redis
+) -> None:
+    chat = Chat()
+    only = chat.turn(saver)
+    (key,) = keys_of(client, f"{prefix}:cp:*:{only}")
+    packed = client.get(key)
+    assert packed is not None
+    client.set(key, packed[:-10])  # by hand: the end of the checkpoint cut off
+    with pytest.raises(redis.exceptions.ResponseError, match=f"corrupt checkpoint record {key}"):
+        saver.get_tuple(cfg("t"))

@@ -2,15 +2,25 @@
 -- keyschema). Every read or write of a record's fields goes through these functions.
 --
 -- A record is one string: its fields one after the other, each as
---   <name> "\0" <length, decimal> "\0" <value>
--- A hash of a dozen fields, two of them longer than hash-max-listpack-value (ck, bv), is a
--- hashtable in Redis: about 1,700 bytes for 1,100 of fields, where the string takes about
--- 1,100. Records written before this layout are hashes with the same fields; they are read
--- as they are, and a put, a copy or a trim that writes one writes it as a string.
+--   <length of the name>:<length of the value>: <name> <value>
+-- (decimal lengths, no spaces), so names and values may hold any byte (metadata keys are
+-- the user's: "m:<key>"). The small fields come first and the checkpoint and its metadata
+-- last (SMALL_FIELDS_FIRST), so most readers read only the head of the record. A hash of a
+-- dozen fields, two of them longer than hash-max-listpack-value (ck, bv), is a hashtable in
+-- Redis: about 1,700 bytes for 1,100 of fields, where the string takes about 1,100. Records
+-- written before this layout are hashes with the same fields; they are read as they are, and
+-- a put, a copy, a trim or a reindex that writes one writes it as a string.
 
--- The fields of a string record, by name: all of them, or those in the set `wanted` (the
--- others are skipped unread: a record is mostly its checkpoint, which few callers need).
-local function parse_record(packed, wanted)
+-- The fields written last: everything else is small and read often.
+local LARGE_FIELDS = { md = true, ck = true }
+-- How much of a record a reader of small fields takes first (GETRANGE).
+local RECORD_HEAD = 1024
+
+-- The fields of a record string, by name: all of them, or those in the set `wanted` (the
+-- others are skipped unread). `head`: the string is only the start of the record, so a field
+-- cut off at its end ends the parse without an error (the caller reads the whole record).
+-- Returns the fields and whether the parse reached every wanted field (or the end).
+local function parse_record(packed, wanted, head, key)
   local fields, pos, size = {}, 1, #packed
   local left = -1  -- wanted fields not found yet (-1: all are wanted)
   if wanted then
@@ -18,42 +28,73 @@ local function parse_record(packed, wanted)
     for _ in pairs(wanted) do left = left + 1 end
   end
   while pos <= size and left ~= 0 do
-    local a = string.find(packed, "\0", pos, true)
-    local b = string.find(packed, "\0", a + 1, true)
-    local stop = b + tonumber(string.sub(packed, a + 1, b - 1))
-    local name = string.sub(packed, pos, a - 1)
-    if not wanted or wanted[name] then
-      fields[name] = string.sub(packed, b + 1, stop)
+    local a = string.find(packed, ":", pos, true)
+    local b = a and string.find(packed, ":", a + 1, true)
+    local name_length = a and tonumber(string.sub(packed, pos, a - 1))
+    local value_length = b and tonumber(string.sub(packed, a + 1, b - 1))
+    local stop = value_length and b + name_length + value_length
+    if not stop or stop > size then
+      if head then return fields, false end
+      error("corrupt checkpoint record " .. key .. " at byte " .. pos)
+    end
+    local name = string.sub(packed, b + 1, b + name_length)
+    if (not wanted or wanted[name]) and fields[name] == nil then
+      fields[name] = string.sub(packed, b + name_length + 1, stop)
       left = left - 1
     end
     pos = stop + 1
   end
-  return fields
+  return fields, true
 end
 
--- The string of a record from a flat list { name, value, name, value, ... }.
+-- The string of a record from a flat list { name, value, name, value, ... }, the small
+-- fields first.
 local function pack_record(flat)
-  local parts = {}
+  local parts, last = {}, {}
   for j = 1, #flat, 2 do
-    local value = flat[j + 1]
-    parts[#parts + 1] = flat[j]
-    parts[#parts + 1] = "\0"
-    parts[#parts + 1] = #value
-    parts[#parts + 1] = "\0"
-    parts[#parts + 1] = value
+    local name, value = flat[j], flat[j + 1]
+    local into = LARGE_FIELDS[name] and last or parts
+    into[#into + 1] = #name .. ":" .. #value .. ":"
+    into[#into + 1] = name
+    into[#into + 1] = value
   end
+  for _, part in ipairs(last) do parts[#parts + 1] = part end
   return table.concat(parts)
 end
 
--- A record's fields by name ({} when it does not exist), whatever its layout; `wanted`: as
--- for parse_record.
+-- A record's fields by name ({} when it does not exist), whatever its layout; `wanted`: a
+-- set of names, or nil for all. Without ck or md among them, the head of the record is read
+-- first, and the rest only when a wanted field lies beyond it.
 local function record(key, wanted)
-  local packed = redis.pcall("GET", key)
-  if type(packed) == "string" then return parse_record(packed, wanted) end
+  local small = wanted and not wanted.ck and not wanted.md
+  local packed
+  if small then
+    packed = redis.pcall("GETRANGE", key, 0, RECORD_HEAD - 1)
+  else
+    packed = redis.pcall("GET", key)
+  end
+  if type(packed) == "string" then
+    if packed == "" then return {} end  -- (GETRANGE of a missing key)
+    if small and #packed == RECORD_HEAD then
+      local fields, whole = parse_record(packed, wanted, true, key)
+      if whole then return fields end
+      packed = redis.call("GET", key)
+    end
+    return (parse_record(packed, wanted, false, key))
+  end
   if not packed then return {} end
-  local flat = redis.call("HGETALL", key)  -- a record written as a hash
+  -- a record written as a hash (the read above failed with WRONGTYPE)
   local fields = {}
-  for j = 1, #flat, 2 do fields[flat[j]] = flat[j + 1] end
+  if wanted then
+    local names = {}
+    for name in pairs(wanted) do names[#names + 1] = name end
+    if #names == 0 then return fields end
+    local values = redis.call("HMGET", key, unpack(names))
+    for j, name in ipairs(names) do fields[name] = values[j] or nil end
+  else
+    local flat = redis.call("HGETALL", key)
+    for j = 1, #flat, 2 do fields[flat[j]] = flat[j + 1] end
+  end
   return fields
 end
 
@@ -76,6 +117,16 @@ local function write_record(key, flat)
   redis.call("SET", key, pack_record(flat))
 end
 
+-- A record as a flat list { name, value, ... } (what HGETALL replies).
+local function record_flat(key)
+  local flat = {}
+  for field, value in pairs(record(key)) do
+    flat[#flat + 1] = field
+    flat[#flat + 1] = value
+  end
+  return flat
+end
+
 -- Set one field of an existing record, keeping its expiry.
 local function set_record_field(key, name, value)
   local fields = record(key)
@@ -86,14 +137,4 @@ local function set_record_field(key, name, value)
     flat[#flat + 1] = v
   end
   redis.call("SET", key, pack_record(flat), "KEEPTTL")
-end
-
--- A record as a flat list { name, value, ... } (what HGETALL replies).
-local function record_flat(key)
-  local flat = {}
-  for field, value in pairs(record(key)) do
-    flat[#flat + 1] = field
-    flat[#flat + 1] = value
-  end
-  return flat
 end

@@ -39,6 +39,7 @@ end
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in ARGV
 -- from position `first` on, `count` pairs long. A missing key matches only JSON null.
 local function matches_filter(cp, first, count)
+  if count == 0 then return true end
   local wanted = {}
   for j = 0, count - 1 do wanted[ARGV[first + 2 * j]] = true end
   local fields = record(cp, wanted)

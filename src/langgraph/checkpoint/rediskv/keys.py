@@ -208,19 +208,29 @@ def blob_ref(channel: str, version: str | int | float) -> str:
 
 
 def parse_record(packed: bytes) -> dict[bytes, bytes]:
-    """The fields of a checkpoint record stored as one string: ``<name>\\0<length>\\0<value>``
-    after one another (the Lua side: ``lua/include/record.lua``)."""
+    """The fields of a checkpoint record stored as one string: each field as
+    ``<length of the name>:<length of the value>:<name><value>`` (the Lua side, and why:
+    ``lua/include/record.lua``)."""
     fields: dict[bytes, bytes] = {}
     pos = 0
     while pos < len(packed):
-        a = packed.index(b"\0", pos)
-        b = packed.index(b"\0", a + 1)
-        end = b + 1 + int(packed[a + 1 : b])
-        fields[packed[pos:a]] = packed[b + 1 : end]
+        try:
+            a = packed.index(b":", pos)
+            b = packed.index(b":", a + 1)
+            name_end = b + 1 + int(packed[pos:a])
+            end = name_end + int(packed[a + 1 : b])
+        except ValueError:
+            end = -1
+        if end < 0 or end > len(packed):
+            raise ValueError(f"corrupt checkpoint record at byte {pos}")
+        fields.setdefault(packed[b + 1 : name_end], packed[name_end:end])
         pos = end
     return fields
 
 
 def pack_record(fields: dict[bytes, bytes]) -> bytes:
-    """The string of a checkpoint record (see :func:`parse_record`)."""
-    return b"".join(b"%s\0%d\0%s" % (name, len(value), value) for name, value in fields.items())
+    """The string of a checkpoint record (see :func:`parse_record`), the small fields first."""
+    order = sorted(fields, key=lambda name: name in (b"md", b"ck"))
+    return b"".join(
+        b"%d:%d:%s%s" % (len(name), len(fields[name]), name, fields[name]) for name in order
+    )

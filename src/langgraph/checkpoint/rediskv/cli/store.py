@@ -159,7 +159,8 @@ def _blob_key(schema: KeySchema, tag: str, ns: str, ref: str) -> str:
 def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
     """Every key the thread's root and indexes lead to, kept if it exists: the root, runs,
     ttl and gc keys; per namespace its indexes, checkpoints, writes and the blobs the
-    checkpoints' ``bv`` fields name; the run indexes. Costs what the thread holds."""
+    checkpoints' ``bv`` fields name; the run indexes. Costs what the thread holds (every
+    record is read whole)."""
     client, schema = saver.client, KeySchema(saver.prefix)
     tag = schema.tag(thread_id)
     found = ThreadKeys(thread_id)
@@ -201,9 +202,13 @@ def record_fields(client: Client, keys: Sequence[str], name: bytes) -> list[byte
     for key, packed in zip(keys, pipe.execute(raise_on_error=False), strict=True):
         if isinstance(packed, bytes):
             found.append(parse_record(packed).get(name))
-        elif isinstance(packed, Exception):  # WRONGTYPE: a record written as a hash
+        elif isinstance(packed, redis.exceptions.ResponseError) and "WRONGTYPE" in str(
+            packed
+        ):  # a record written as a hash
             value = client.hget(key, name.decode())
             found.append(value if isinstance(value, bytes) else None)
+        elif isinstance(packed, Exception):
+            raise packed
         else:
             found.append(None)
     return found
