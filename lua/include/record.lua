@@ -5,7 +5,7 @@
 --   <length of the name>:<length of the value>: <name> <value>
 -- (decimal lengths, no spaces), so names and values may hold any byte (metadata keys are
 -- the user's: "m:<key>"). The small fields come first and the checkpoint and its metadata
--- last (SMALL_FIELDS_FIRST), so most readers read only the head of the record. A hash of a
+-- last (LARGE_FIELDS), so most readers read only the head of the record. A hash of a
 -- dozen fields, two of them longer than hash-max-listpack-value (ck, bv), is a hashtable in
 -- Redis: about 1,700 bytes for 1,100 of fields, where the string takes about 1,100. Records
 -- written before this layout are hashes with the same fields; they are read as they are, and
@@ -117,24 +117,24 @@ local function write_record(key, flat)
   redis.call("SET", key, pack_record(flat))
 end
 
--- A record as a flat list { name, value, ... } (what HGETALL replies).
-local function record_flat(key)
+-- Fields by name as a flat list { name, value, ... } (what HGETALL replies).
+local function flat_fields(fields)
   local flat = {}
-  for field, value in pairs(record(key)) do
+  for field, value in pairs(fields) do
     flat[#flat + 1] = field
     flat[#flat + 1] = value
   end
   return flat
 end
 
+-- A record as a flat list { name, value, ... }.
+local function record_flat(key)
+  return flat_fields(record(key))
+end
+
 -- Set one field of an existing record, keeping its expiry.
 local function set_record_field(key, name, value)
   local fields = record(key)
   fields[name] = value
-  local flat = {}
-  for field, v in pairs(fields) do
-    flat[#flat + 1] = field
-    flat[#flat + 1] = v
-  end
-  redis.call("SET", key, pack_record(flat), "KEEPTTL")
+  redis.call("SET", key, pack_record(flat_fields(fields)), "KEEPTTL")
 end

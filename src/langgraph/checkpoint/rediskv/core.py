@@ -304,14 +304,19 @@ class SaverCore:
             self.bases.put(key, Base(ref, raw, stored))
         return stored, base
 
-    def _raw(self, stored: bytes) -> tuple[str, bytes]:
-        """The serializer's (type, bytes) of a value stored in full."""
+    def _decrypted(self, stored: bytes) -> tuple[str, bytes]:
+        """A stored value's type and bytes without the cipher's layer (as EncryptedSerializer
+        takes it off: the type ends in "+<cipher>"); as they are without a cipher."""
         type_b, _, data = stored.partition(b"\0")
         type_ = type_b.decode()
         if "+" in type_ and self.cipher is not None:
             type_, cipher_name = type_.split("+", 1)
             data = self.cipher.decrypt(cipher_name, data)
-        return self.zstd.unpack(type_, data)
+        return type_, data
+
+    def _raw(self, stored: bytes) -> tuple[str, bytes]:
+        """The serializer's (type, bytes) of a value stored in full."""
+        return self.zstd.unpack(*self._decrypted(stored))
 
     def loads_channel(
         self, ref: bytes, stored: bytes, by_ref: dict[bytes, bytes]
@@ -335,17 +340,13 @@ class SaverCore:
             if self.zstd.level is None or len(raw) < REF_MIN_SIZE:
                 return value, None
             return value, Base(ref.decode(), raw, stored)
-        type_b, _, data = stored.partition(b"\0")
-        type_ = type_b.decode()
-        base_ref = type_[len(REF_MARK) : type_.index(";")]
+        type_b = stored.partition(b"\0")[0]
+        base_ref = type_b[len(REF_MARK) : type_b.index(b";")].decode()
         base_stored = by_ref.get(base_ref.encode())
         if base_stored is None:
             raise ValueError(f"the blob {ref.decode()!r} is read without its base {base_ref!r}")
         base = self._base(base_ref, base_stored)
-        if "+" in type_ and self.cipher is not None:
-            type_, cipher_name = type_.split("+", 1)
-            data = self.cipher.decrypt(cipher_name, data)
-        inner_type, raw = self.zstd.unpack(type_, data, base)
+        inner_type, raw = self.zstd.unpack(*self._decrypted(stored), base)
         value = self.zstd.inner.loads_typed((inner_type, raw))
         return value, base if self.zstd.level is not None else None
 
