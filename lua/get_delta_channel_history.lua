@@ -75,13 +75,12 @@ while cursor and count > 0 and not seen[cursor] do
     break
   end
   local cp = K.checkpoint(ns, cursor)
-  local fields = record_fields(cp, "p", "bv")
-  if redis.call("EXISTS", cp) == 0 then break end
+  local rec = record(cp)
+  if next(rec) == nil then break end
   seen[cursor] = true
   visited = visited + 1
 
-  local wkey = K.writes(ns, cursor)
-  local all = redis.call("HGETALL", wkey)
+  local all, in_hash = checkpoint_writes(K, ns, cursor, rec)
   local writes = {}
   for j = 1, #all, 2 do
     if position[record_channel(all[j + 1])] then
@@ -91,7 +90,7 @@ while cursor and count > 0 and not seen[cursor] do
   end
 
   local seeds = {}
-  for _, ref in ipairs(value_refs(fields[2])) do  -- (a base is not the channel's value)
+  for _, ref in ipairs(value_refs(rec.bv)) do  -- (a base is not the channel's value)
     local name = by_enc[ref_channel(ref)]
     if name and position[name] then
       local key = K.blob(ns, ref)
@@ -113,8 +112,8 @@ while cursor and count > 0 and not seen[cursor] do
   -- extended, never shortened (with ttl 0: made persistent): the chain must live as long as
   -- the checkpoints that are rebuilt from it, whichever saver wrote them
   keep_alive(cp, ttl, false)
-  if #all > 0 then keep_alive(wkey, ttl, false) end
+  if in_hash then keep_alive(K.writes(ns, cursor), ttl, false) end
   if #writes > 0 or #seeds > 0 then reply[#reply + 1] = { writes, seeds } end
-  cursor = fields[1]
+  cursor = rec.p
 end
 return reply

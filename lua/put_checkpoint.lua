@@ -121,7 +121,8 @@ local ttl = thread_ttl(K, tonumber(ARGV[10]))
 -- Re-putting an id replaces it: drop the index entries of the record being replaced, and
 -- keep track of the blobs it referenced that the new record does not (they may be shared
 -- with other checkpoints, so they are not removed here; delete and prune find them).
-local old = record_fields(cp, "r", "ix", "bv")
+local replaced = record(cp)  -- (all of it: its pending writes stay with the id)
+local old = { replaced.r or false, replaced.ix or false, replaced.bv or false }
 if old[1] then
   redis.call("SREM", K.run(old[1]), ns .. ":" .. id)
   if redis.call("EXISTS", K.run(old[1])) == 0 then redis.call("SREM", K.runs, old[1]) end
@@ -261,6 +262,12 @@ fields[#fields + 1] = "md"
 fields[#fields + 1] = ARGV[7]
 fields[#fields + 1] = "ck"
 fields[#fields + 1] = ARGV[6]
+for name, value in pairs(replaced) do
+  if is_write_field(name) then
+    fields[#fields + 1] = name
+    fields[#fields + 1] = value
+  end
+end
 write_record(cp, fields)  -- (over a record put before, of either layout)
 expire(cp, ttl)
 if ttl > 0 then

@@ -4,7 +4,10 @@
 
   KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
   KEYS[2]  P:wi:{T}:N       writes index (SET of checkpoint ids that have writes)
-  KEYS[3]  P:w:{T}:N:I      the writes hash of the checkpoint
+  KEYS[3]  P:w:{T}:N:I      the writes hash of the checkpoint (used when its record does not
+                            exist yet, or is a hash, or the hash holds writes already; otherwise
+                            the writes go into the record, as fields "w:<field>": see
+                            is_write_field in include/record.lua)
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  namespace N (encoded)
   ARGV[4]  checkpoint id (raw)
@@ -26,6 +29,11 @@
 -- @include keyschema
 -- @include record
 
+-- A record takes the writes while it stays this small; beyond, they go into the writes hash:
+-- each put_writes writes the record whole, and a fan-out of many tasks with large outputs
+-- would copy it again and again.
+local RECORD_WRITES_MAX = 16384
+
 local K = keyspace(ARGV[1], ARGV[2])
 if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
 local ns, id = ARGV[3], ARGV[4]
@@ -36,30 +44,63 @@ if tonumber(ARGV[6]) > 0 and redis.call("EXISTS", K.checkpoint(ns, id)) == 0 the
   if oldest and id < oldest then return 0 end
 end
 local ttl = thread_ttl(K, tonumber(ARGV[5]))
+local cp = K.checkpoint(ns, id)
 local stored = 0
-local writes_created = is_new(KEYS[3], ttl)
-for i = 7, #ARGV, 3 do
-  if ARGV[i + 2] == "u" then
-    redis.call("HSET", KEYS[3], ARGV[i], ARGV[i + 1])
-    stored = stored + 1
-  else
-    stored = stored + redis.call("HSETNX", KEYS[3], ARGV[i], ARGV[i + 1])
+local hash_existed = redis.call("EXISTS", KEYS[3]) == 1
+local packed = not hash_existed and redis.pcall("GET", cp)
+local in_record = false
+if type(packed) == "string" then
+  local writes, start = split_writes(packed, cp)
+  local size = #packed
+  for i = 7, #ARGV, 3 do size = size + #ARGV[i] + #ARGV[i + 1] + 16 end
+  if size <= RECORD_WRITES_MAX then
+    -- into the record, after its other fields, as pack_record orders them
+    in_record = true
+    local changed = false
+    for i = 7, #ARGV, 3 do
+      local name, value = "w:" .. ARGV[i], ARGV[i + 1]
+      if writes[name] == nil or ARGV[i + 2] == "u" then
+        stored = stored + 1
+        if writes[name] ~= value then
+          writes[name] = value
+          changed = true
+        end
+      end
+    end
+    if changed then redis.call("SET", cp, with_writes(packed, start, writes), "KEEPTTL") end
+    keep_alive(KEYS[1], ttl, false)
+  elseif start <= #packed then
+    -- too large for the record: its writes move to the hash, where the others go
+    for name, value in pairs(writes) do redis.call("HSET", KEYS[3], string.sub(name, 3), value) end
+    redis.call("SET", cp, string.sub(packed, 1, start - 1), "KEEPTTL")
   end
 end
-local index_created = is_new(KEYS[2], ttl)
-redis.call("SADD", KEYS[2], id)
-local root_created = is_new(KEYS[1], ttl)
-redis.call("SADD", KEYS[1], ns)
-keep_alive(KEYS[3], ttl, writes_created)
-keep_alive(KEYS[2], ttl, index_created)
-keep_alive(KEYS[1], ttl, root_created)
+if not in_record then
+  -- into the writes hash: the record is not stored yet (or written by an older version, or
+  -- too large)
+  local writes_created = not hash_existed
+  for i = 7, #ARGV, 3 do
+    if ARGV[i + 2] == "u" then
+      redis.call("HSET", KEYS[3], ARGV[i], ARGV[i + 1])
+      stored = stored + 1
+    else
+      stored = stored + redis.call("HSETNX", KEYS[3], ARGV[i], ARGV[i + 1])
+    end
+  end
+  local index_created = is_new(KEYS[2], ttl)
+  redis.call("SADD", KEYS[2], id)
+  local root_created = is_new(KEYS[1], ttl)
+  redis.call("SADD", KEYS[1], ns)
+  keep_alive(KEYS[3], ttl, writes_created)
+  keep_alive(KEYS[2], ttl, index_created)
+  keep_alive(KEYS[1], ttl, root_created)
+end
 -- The checkpoint lives at least as long as its writes: with a ttl it is renewed with them;
 -- without one (the writes never expire) it stops expiring too, with what it needs.
-local cp = K.checkpoint(ns, id)
 local cp_left = redis.call("PTTL", cp)
 if cp_left ~= -2 and (ttl > 0 or cp_left ~= -1) then
-  local fields = record_fields(cp, "bv", "r", "ix")
-  keep_checkpoint_alive(K, ns, id, ttl, fields[1], fields[2], fields[3], cp_left)
+  local fields = record(cp, { bv = true, r = true, ix = true })
+  keep_checkpoint_alive(K, ns, id, ttl, fields.bv, fields.r, fields.ix, cp_left)
 end
 -- drop writes index entries whose writes have expired, a couple per call (constant cost;
 -- one without a ttl, as entries die by expiry)

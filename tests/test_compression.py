@@ -53,9 +53,10 @@ def stored_values(client: redis.Redis, prefix: str) -> dict[str, bytes]:
 
 
 def written(client: redis.Redis, prefix: str) -> bytes:
-    (key,) = keys_of(client, f"{prefix}:w:*")
-    (record,) = [v for f, v in client.hgetall(key).items() if f.endswith(b":0")]
-    return record
+    """The stored record of the first pending write (in its checkpoint's record)."""
+    records = [record_of(client, key) for key in keys_of(client, f"{prefix}:cp:*")]
+    (write,) = [v for r in records for f, v in r.items() if f.startswith("w:") and f.endswith(":0")]
+    return write
 
 
 def test_large_values_are_stored_compressed_small_ones_as_they_are(

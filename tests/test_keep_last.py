@@ -46,13 +46,13 @@ def put_chain(
 
 
 def expected_keys(saver: RedisSaver, thread_id: str, kept: list[str], ns: str = "") -> set[str]:
-    """The keys a thread holds when exactly `kept` (with one write each) remain."""
+    """The keys a thread holds when exactly `kept` (with one write each, stored after it, so
+    in its record) remain."""
     keys = saver._core.keys
     tag = keys.tag(thread_id)
-    out = {keys.thread(tag), keys.index(tag, ns), keys.writes_index(tag, ns)}
+    out = {keys.thread(tag), keys.index(tag, ns)}
     for checkpoint_id in kept:
         out.add(keys.checkpoint(tag, ns, checkpoint_id))
-        out.add(keys.writes(tag, ns, checkpoint_id))
         tup = saver.get_tuple(cfg(thread_id, ns, checkpoint_id))
         assert tup is not None
         for channel, version in tup.checkpoint["channel_versions"].items():

@@ -160,6 +160,19 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
             [("x", 1)],
             "task",
         )
+        # writes stored before their checkpoint have a hash of their own (the others are
+        # in the checkpoint's record)
+        saver.put_writes(
+            {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": "child:1",
+                    "checkpoint_id": "not stored yet",
+                }
+            },
+            [("x", 1)],
+            "task",
+        )
         keys = keys_of(client, KeySchema(saver.prefix).thread_keys_pattern(thread_id))
         kinds = sorted({k.split(":")[1] for k in keys})
         assert kinds == ["blob", "cp", "idx", "th", "w", "wi"]

@@ -62,6 +62,8 @@ def test_every_key_written_carries_an_expiry(
         graph = build_chat(saver)
         for i in range(3):
             turn(graph, "t", f"user {i}")
+        # writes before their checkpoint (async durability may store them first): own hash
+        saver.put_writes(cfg("t", checkpoint_id="not stored yet"), [("x", 1)], "task")
         saver.copy_thread("t", "copy")
         ttls = {k: client.ttl(k) for k in data_keys(client, prefix)}
     kinds = {k.split(":")[1] for k in ttls}
@@ -304,8 +306,15 @@ def test_entries_of_expired_keys_are_reported_as_stale(
     stale (harmless, swept as readers meet them), not broken."""
     with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as with_ttl:
         turn(build_chat(with_ttl), "t", "user 0")
+        # writes that arrive before their checkpoint (LangGraph's async durability may do
+        # that) have a hash and a writes index entry of their own
+        with_ttl.put_writes(cfg("t", checkpoint_id="not stored yet"), [("x", 1)], "task")
     with RedisSaver(server_url, prefix=prefix) as without_ttl:
         turn(build_chat(without_ttl), "t", "user 1")
+        # the same without a ttl, and then the checkpoint: the writes index stops expiring
+        checkpoint = make_checkpoint({}, {})
+        without_ttl.put_writes(cfg("t", checkpoint_id=checkpoint["id"]), [("x", 1)], "task")
+        without_ttl.put(cfg("t"), checkpoint, {}, {})
         advance_time(client, prefix, 120)
         problems = without_ttl.check_invariants()
         assert problems and all(p.stale for p in problems)

@@ -49,19 +49,20 @@ local function delta_dependencies(K, ns, id)
   local cursor = record_field(K.checkpoint(ns, id), "p")
   while cursor and not seen[cursor] do
     local cp = K.checkpoint(ns, cursor)
-    if redis.call("EXISTS", cp) == 0 then break end
+    local rec = open and record(cp)  -- (without open channels, only the parent is read)
+    if rec and next(rec) == nil or not rec and redis.call("EXISTS", cp) == 0 then break end
     seen[cursor] = true
     chain[#chain + 1] = cursor
     if open == nil then
       needed = #chain
     else
-      for _, record in ipairs(redis.call("HVALS", K.writes(ns, cursor))) do
-        if open[record_channel(record)] then
+      for _, write in ipairs(checkpoint_write_records(K, ns, cursor, rec)) do
+        if open[record_channel(write)] then
           needed = #chain
           break
         end
       end
-      for _, ref in ipairs(value_refs(record_field(cp, "bv"))) do
+      for _, ref in ipairs(value_refs(rec.bv)) do
         local name = by_enc[ref_channel(ref)]
         if name and open[name] and redis.call("EXISTS", K.blob(ns, ref)) == 1 then
           open[name] = nil
@@ -71,7 +72,7 @@ local function delta_dependencies(K, ns, id)
       end
       if count == 0 then break end
     end
-    cursor = record_field(cp, "p")
+    if rec then cursor = rec.p else cursor = record_field(cp, "p") end
   end
   for i = #chain, needed + 1, -1 do chain[i] = nil end
   return chain

@@ -13,14 +13,42 @@
 
 -- The fields written last: everything else is small and read often.
 local LARGE_FIELDS = { md = true, ck = true }
+local LARGE_RANK = { md = 1, ck = 2 }  -- (see large_field_order)
 -- How much of a record a reader of small fields takes first (GETRANGE).
 local RECORD_HEAD = 1024
+
+-- A checkpoint's pending writes are fields of its record too, "w:<task id>:<idx>" (after
+-- ck): a key per checkpoint with writes costs about 250 bytes of its own. Writes stored
+-- before their checkpoint was (LangGraph may), or by an older version, are in the writes
+-- hash (P:w, K.writes) and stay there: see checkpoint_writes().
+local function is_write_field(name)
+  return string.sub(name, 1, 2) == "w:"
+end
+
+local function is_large_field(name)
+  return LARGE_FIELDS[name] or is_write_field(name)
+end
+
+-- The field that starts at byte `pos` of a record string: its name (nil when the string
+-- ends before the name does), and the first and last byte of its value (nil when the header
+-- is cut or not a header).
+local function field_at(packed, pos)
+  local a = string.find(packed, ":", pos, true)
+  local b = a and string.find(packed, ":", a + 1, true)
+  local name_length = a and tonumber(string.sub(packed, pos, a - 1))
+  local value_length = b and tonumber(string.sub(packed, a + 1, b - 1))
+  if not name_length or not value_length then return nil end
+  local first = b + name_length + 1
+  local name = first - 1 <= #packed and string.sub(packed, b + 1, first - 1) or nil
+  return name, first, first + value_length - 1
+end
 
 -- The fields of a record string, by name: all of them, or those in the set `wanted` (the
 -- others are skipped unread). `head`: the string is only the start of the record, so a field
 -- cut off at its end ends the parse without an error (the caller reads the whole record).
+-- `small`: no large field is wanted, so the parse ends at the first one (they come last).
 -- Returns the fields and whether the parse reached every wanted field (or the end).
-local function parse_record(packed, wanted, head, key)
+local function parse_record(packed, wanted, head, key, small)
   local fields, pos, size = {}, 1, #packed
   local left = -1  -- wanted fields not found yet (-1: all are wanted)
   if wanted then
@@ -28,18 +56,14 @@ local function parse_record(packed, wanted, head, key)
     for _ in pairs(wanted) do left = left + 1 end
   end
   while pos <= size and left ~= 0 do
-    local a = string.find(packed, ":", pos, true)
-    local b = a and string.find(packed, ":", a + 1, true)
-    local name_length = a and tonumber(string.sub(packed, pos, a - 1))
-    local value_length = b and tonumber(string.sub(packed, a + 1, b - 1))
-    local stop = value_length and b + name_length + value_length
+    local name, first, stop = field_at(packed, pos)
+    if small and name and is_large_field(name) then return fields, true end
     if not stop or stop > size then
       if head then return fields, false end
       error("corrupt checkpoint record " .. key .. " at byte " .. pos)
     end
-    local name = string.sub(packed, b + 1, b + name_length)
     if (not wanted or wanted[name]) and fields[name] == nil then
-      fields[name] = string.sub(packed, b + name_length + 1, stop)
+      fields[name] = string.sub(packed, first, stop)
       left = left - 1
     end
     pos = stop + 1
@@ -47,18 +71,63 @@ local function parse_record(packed, wanted, head, key)
   return fields, true
 end
 
+local function pack_field(name, value)
+  return #name .. ":" .. #value .. ":" .. name .. value
+end
+
+-- The order of the large fields: md, ck, then the writes by name, so that the same fields
+-- give the same string (a thread copied twice is the same bytes).
+local function large_field_order(a, b)
+  local rank_a, rank_b = LARGE_RANK[a] or 3, LARGE_RANK[b] or 3
+  if rank_a ~= rank_b then return rank_a < rank_b end
+  return a < b
+end
+
 -- The string of a record from a flat list { name, value, name, value, ... }, the small
--- fields first.
+-- fields first (in the list's order), then the large ones.
 local function pack_record(flat)
-  local parts, last = {}, {}
+  local parts, large, large_names = {}, {}, {}
   for j = 1, #flat, 2 do
     local name, value = flat[j], flat[j + 1]
-    local into = LARGE_FIELDS[name] and last or parts
-    into[#into + 1] = #name .. ":" .. #value .. ":"
-    into[#into + 1] = name
-    into[#into + 1] = value
+    if is_large_field(name) then
+      large_names[#large_names + 1] = name
+      large[name] = value
+    else
+      parts[#parts + 1] = pack_field(name, value)
+    end
   end
-  for _, part in ipairs(last) do parts[#parts + 1] = part end
+  table.sort(large_names, large_field_order)
+  for _, name in ipairs(large_names) do parts[#parts + 1] = pack_field(name, large[name]) end
+  return table.concat(parts)
+end
+
+-- The pending writes of a record string (name -> value), and the byte where the first of
+-- them starts: they are its last fields.
+local function split_writes(packed, key)
+  local writes, start, pos, size = {}, nil, 1, #packed
+  while pos <= size do
+    local name, first, stop = field_at(packed, pos)
+    if not stop or stop > size then
+      error("corrupt checkpoint record " .. key .. " at byte " .. pos)
+    end
+    if is_write_field(name) then
+      start = start or pos
+      writes[name] = string.sub(packed, first, stop)
+    end
+    pos = stop + 1
+  end
+  return writes, start or size + 1
+end
+
+-- A record string with its pending writes (from byte `start` on: split_writes) replaced by
+-- `writes` (name -> value): the fields before them byte for byte, then the writes as
+-- pack_record orders them.
+local function with_writes(packed, start, writes)
+  local names = {}
+  for name in pairs(writes) do names[#names + 1] = name end
+  table.sort(names)
+  local parts = { string.sub(packed, 1, start - 1) }
+  for _, name in ipairs(names) do parts[#parts + 1] = pack_field(name, writes[name]) end
   return table.concat(parts)
 end
 
@@ -76,11 +145,11 @@ local function record(key, wanted)
   if type(packed) == "string" then
     if packed == "" then return {} end  -- (GETRANGE of a missing key)
     if small and #packed == RECORD_HEAD then
-      local fields, whole = parse_record(packed, wanted, true, key)
+      local fields, whole = parse_record(packed, wanted, true, key, small)
       if whole then return fields end
       packed = redis.call("GET", key)
     end
-    return (parse_record(packed, wanted, false, key))
+    return (parse_record(packed, wanted, false, key, small))
   end
   if not packed then return {} end
   -- a record written as a hash (the read above failed with WRONGTYPE)
@@ -137,4 +206,27 @@ local function set_record_field(key, name, value)
   local fields = record(key)
   fields[name] = value
   redis.call("SET", key, pack_record(flat_fields(fields)), "KEEPTTL")
+end
+
+-- The pending writes of checkpoint `id` as a flat list { "<task id>:<idx>", write, ... } (what
+-- HGETALL of a writes hash replies), those in its record and those in its writes hash, and
+-- whether the hash has any. `fields`: the record's fields (all of them) when the caller has
+-- them.
+local function checkpoint_writes(K, ns, id, fields)
+  local writes = redis.call("HGETALL", K.writes(ns, id))
+  local in_hash = #writes > 0
+  for name, value in pairs(fields or record(K.checkpoint(ns, id))) do
+    if is_write_field(name) then
+      writes[#writes + 1] = string.sub(name, 3)
+      writes[#writes + 1] = value
+    end
+  end
+  return writes, in_hash
+end
+
+-- The write records (values) of checkpoint `id`'s pending writes.
+local function checkpoint_write_records(K, ns, id, fields)
+  local writes, records = checkpoint_writes(K, ns, id, fields), {}
+  for j = 2, #writes, 2 do records[#records + 1] = writes[j] end
+  return records
 end

@@ -8,10 +8,10 @@
 -- the global metadata indexes it is in (extended only: they are shared).
 local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
-  local fields = record_fields(cp, "ck", "md", "p", "bv", "r", "ix", "h")
+  local rec = record(cp)
   -- h: kept by keep_last only for the delta chain of newer ones (include/trim.lua)
-  if not fields[1] or fields[7] then return nil end
-  local refs = split_refs(fields[4])
+  if not rec.ck or rec.h then return nil end
+  local refs = split_refs(rec.bv)
   local blobs = {}
   if #refs > 0 then
     local blob_keys = {}
@@ -27,13 +27,12 @@ local function load_checkpoint(K, ns, id, ttl)
       blobs[#blobs + 1] = values[j]
     end
   end
-  local wkey = K.writes(ns, id)
-  local writes = redis.call("HGETALL", wkey)
+  local writes, in_hash = checkpoint_writes(K, ns, id, rec)
   if ttl > 0 then
-    keep_checkpoint_alive(K, ns, id, ttl, fields[4], fields[5], fields[6])
-    if #writes > 0 then keep_alive(wkey, ttl, false) end
+    keep_checkpoint_alive(K, ns, id, ttl, rec.bv, rec.r, rec.ix)
+    if in_hash then keep_alive(K.writes(ns, id), ttl, false) end
   end
-  return { ns, id, fields[1], fields[2], fields[3] or false, blobs, writes }
+  return { ns, id, rec.ck, rec.md, rec.p or false, blobs, writes }
 end
 
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in ARGV

@@ -48,8 +48,8 @@ local function delta_seeds(K, ns, parent, counters, refs)
       -- channel never written (LangGraph lists it, and never snapshots it) needs nothing
       if written_at_parent == nil then
         written_at_parent = {}
-        for _, record in ipairs(redis.call("HVALS", K.writes(ns, parent))) do
-          written_at_parent[enc(record_channel(record))] = true
+        for _, write in ipairs(checkpoint_write_records(K, ns, parent)) do
+          written_at_parent[enc(record_channel(write))] = true
         end
       end
       if written_at_parent[channel] then seed = enc(parent) end

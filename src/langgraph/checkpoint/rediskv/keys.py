@@ -28,9 +28,11 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                bv (blob refs: "C:V,..."
                                of its values, then ",," and the refs of the bases some are
                                stored against, see .compression), r (run), m:<key> (canonical
-                               JSON of each metadata value, for filters)
-    P:w:{T}:N:I         HASH   pending writes of one checkpoint, field "<task>:<idx>"
-    P:wi:{T}:N          SET    raw ids of the checkpoints that have writes (the writes index)
+                               JSON of each metadata value, for filters), w:<task>:<idx>
+                               (its pending writes, last)
+    P:w:{T}:N:I         HASH   pending writes stored before their checkpoint (or by a version
+                               that kept every checkpoint's writes here), field "<task>:<idx>"
+    P:wi:{T}:N          SET    raw ids of the checkpoints with such a hash (the writes index)
     P:blob:{T}:N:C:V    STRING one channel value at one version: b"<type>\\0<bytes>"; a type
                                "zr:<base ref>;..." is compressed against the blob of the base
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
@@ -228,9 +230,15 @@ def parse_record(packed: bytes) -> dict[bytes, bytes]:
     return fields
 
 
+_LARGE_RANK = {b"md": 1, b"ck": 2}  # the large fields' order (then the writes, by name)
+
+
 def pack_record(fields: dict[bytes, bytes]) -> bytes:
-    """The string of a checkpoint record (see :func:`parse_record`), the small fields first."""
-    order = sorted(fields, key=lambda name: name in (b"md", b"ck"))
+    """The string of a checkpoint record (see :func:`parse_record`), the small fields first
+    (the large ones: ``md``, ``ck`` and the pending writes, ``w:<task id>:<idx>``)."""
+    small = [name for name in fields if name not in _LARGE_RANK and not name.startswith(b"w:")]
+    large = sorted(set(fields) - set(small), key=lambda name: (_LARGE_RANK.get(name, 3), name))
+    order = small + large
     return b"".join(
         b"%d:%d:%s%s" % (len(name), len(fields[name]), name, fields[name]) for name in order
     )
