@@ -791,9 +791,8 @@ async def test_delete_thread_removes_every_key_of_the_thread(
     start = {"value": "v", "trail": []}
     await driver.invoke(graph, start, victim)  # left interrupted: pending writes, 2 namespaces
     # and writes stored before their checkpoint (async durability may do that): their own hash
-    with RedisSaver(driver.url, prefix=driver.prefix) as early:
-        ids = {"thread_id": "user:1", "checkpoint_ns": "", "checkpoint_id": "not stored yet"}
-        early.put_writes({"configurable": ids}, [("value", "early")], "task")
+    ids = {"thread_id": "user:1", "checkpoint_ns": "", "checkpoint_id": "not stored yet"}
+    await driver.saver.aput_writes({"configurable": ids}, [("value", "early")], "task")
     await driver.invoke(graph, start, survivor)
     survivor_result = await driver.invoke(graph, Command(resume="ok"), survivor)
     assert survivor_result == {

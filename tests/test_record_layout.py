@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv.keys import parse_record
+from langgraph.checkpoint.rediskv.keys import pack_record, parse_record
 
 from .conftest import keys_of, record_of
 from .test_contract import cfg, make_checkpoint
@@ -155,3 +155,35 @@ def test_a_corrupt_record_is_an_error_that_names_it(
     client.set(key, packed[:-10])  # by hand: the end of the checkpoint cut off
     with pytest.raises(redis.exceptions.ResponseError, match=f"corrupt checkpoint record {key}"):
         saver.get_tuple(cfg("t"))
+
+
+@pytest.mark.parametrize("operation", ["prune", "delete_for_runs"])
+def test_a_record_whose_head_ends_where_a_field_ends_is_read_whole(
+    saver: RedisSaver, prefix: str, client: redis.Redis, operation: str
+) -> None:
+    """A reader of small fields takes the record's first 1 KB; when that ends exactly where a
+    field ends, it reads on. (It took the head for the whole record: a prune or
+    delete_for_runs missed the blob refs of a kept checkpoint behind it, and deleted the
+    blob the kept checkpoint shares with the removed one. Records with many metadata keys,
+    as the Agent Server writes, reach past 1 KB.)"""
+    version = saver.get_next_version(None, None)
+    first = make_checkpoint({"n": "shared"}, {"n": version})
+    saver.put(cfg("t"), first, {"step": 0, "run_id": "old"}, {"n": version})
+    kept = make_checkpoint({"n": "shared"}, {"n": version})  # the same blob
+    saver.put(cfg("t", checkpoint_id=first["id"]), kept, {"step": 1, "run_id": "new"}, {})
+    (key,) = keys_of(client, f"{prefix}:cp:*:{kept['id']}")
+    fields = {name.encode(): value for name, value in record_of(client, key).items()}
+    # a first field that ends at byte 1024, then the others (bv, p, ...), the large ones last
+    header = len(b"5:0000:m:pad")
+    pad = b'"' + b"x" * (1024 - header - 2) + b'"'
+    packed = b"5:%d:m:pad%s" % (len(pad), pad) + pack_record(fields)
+    assert len(b"5:%d:m:pad%s" % (len(pad), pad)) == 1024
+    client.set(key, packed)
+    if operation == "prune":
+        saver.prune(["t"], strategy="keep_latest")
+    else:
+        saver.delete_for_runs(["old"])
+    tup = saver.get_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["id"] == kept["id"]
+    assert tup.checkpoint["channel_values"] == {"n": "shared"}
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [kept["id"]]

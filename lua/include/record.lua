@@ -68,7 +68,9 @@ local function parse_record(packed, wanted, head, key, small)
     end
     pos = stop + 1
   end
-  return fields, true
+  -- a head that ends where a field does is not the whole record (unless every wanted field
+  -- was found)
+  return fields, left == 0 or not head
 end
 
 local function pack_field(name, value)
