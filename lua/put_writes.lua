@@ -50,12 +50,32 @@ local hash_existed = redis.call("EXISTS", KEYS[3]) == 1
 local packed = not hash_existed and redis.pcall("GET", cp)
 local in_record = false
 if type(packed) == "string" then
-  local writes, start = split_writes(packed, cp)
   local size = #packed
   for i = 7, #ARGV, 3 do size = size + #ARGV[i] + #ARGV[i + 1] + 16 end
-  if size <= RECORD_WRITES_MAX then
+  -- the common case: the record has no pending writes yet (no field header ":w:" anywhere
+  -- in it; a value that happens to hold one only takes the longer way): the writes are
+  -- appended in name order, as pack_record orders them, and the record is not parsed
+  local appended, names = {}, {}
+  local fresh = size <= RECORD_WRITES_MAX and not string.find(packed, ":w:", 1, true)
+  if fresh then
+    for i = 7, #ARGV, 3 do
+      local name = "w:" .. ARGV[i]
+      if appended[name] then fresh = false break end
+      appended[name] = ARGV[i + 1]
+      names[#names + 1] = name
+    end
+    table.sort(names)
+    for j, name in ipairs(names) do names[j] = pack_field(name, appended[name]) end
+  end
+  if fresh then
+    in_record = true
+    stored = #names
+    redis.call("SET", cp, packed .. table.concat(names), "KEEPTTL")
+    keep_alive(KEYS[1], ttl, false)
+  elseif size <= RECORD_WRITES_MAX then
     -- into the record, after its other fields, as pack_record orders them
     in_record = true
+    local writes, start = split_writes(packed, cp)
     local changed = false
     for i = 7, #ARGV, 3 do
       local name, value = "w:" .. ARGV[i], ARGV[i + 1]
@@ -69,10 +89,15 @@ if type(packed) == "string" then
     end
     if changed then redis.call("SET", cp, with_writes(packed, start, writes), "KEEPTTL") end
     keep_alive(KEYS[1], ttl, false)
-  elseif start <= #packed then
+  else
     -- too large for the record: its writes move to the hash, where the others go
-    for name, value in pairs(writes) do redis.call("HSET", KEYS[3], string.sub(name, 3), value) end
-    redis.call("SET", cp, string.sub(packed, 1, start - 1), "KEEPTTL")
+    local writes, start = split_writes(packed, cp)
+    if start <= #packed then
+      for name, value in pairs(writes) do
+        redis.call("HSET", KEYS[3], string.sub(name, 3), value)
+      end
+      redis.call("SET", cp, string.sub(packed, 1, start - 1), "KEEPTTL")
+    end
   end
 end
 if not in_record then
