@@ -89,7 +89,11 @@ local function visit(ns, at)
             end
           end
           for _, suffix in ipairs(split_refs(fields[2])) do
-            if not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
+            if string.byte(suffix, 1) == 47 then  -- "/": the thread, by value
+              if redis.call("SISMEMBER", K.threads_with(string.sub(suffix, 2)), tag) == 0 then
+                report("thread missing from a threads-by-value index", cp)
+              end
+            elseif not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
               report("checkpoint without its metadata index entry", cp)
             end
           end

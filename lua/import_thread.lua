@@ -145,10 +145,14 @@ while i <= #ARGV do
       elseif kind == "c" and field == "ix" then
         -- the copy joins the global metadata indexes the source checkpoint is in
         for _, suffix in ipairs(split_refs(value)) do
-          local index = K.metadata_index(suffix)
-          local created = redis.call("EXISTS", index) == 0
-          redis.call("ZADD", index, 0, K.member(ns, id))
-          keep_alive(index, ttl, created)
+          if string.byte(suffix, 1) == 47 then  -- "/": the target's entry, by value
+            index_thread(K, string.sub(suffix, 2), ttl)
+          else
+            local index = K.metadata_index(suffix)
+            local created = redis.call("EXISTS", index) == 0
+            redis.call("ZADD", index, 0, K.member(ns, id))
+            keep_alive(index, ttl, created)
+          end
         end
       end
     end

@@ -220,16 +220,24 @@ if ARGV[11] ~= "-" then
   local wanted = {}  -- raw keys (the registry holds them raw)
   for _, key in ipairs(split_refs(ARGV[11])) do wanted[dec(key)] = true end
   for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[key] = true end
-  local suffixes = {}
+  local suffixes, ix = {}, {}
   for j = 0, m - 1 do
     local key, canonical = string.sub(ARGV[meta_first + 2 * j], 3), ARGV[meta_first + 2 * j + 1]
     if wanted[key] and canonical ~= "null" and #canonical <= 256 then
       suffixes[#suffixes + 1] = enc(key) .. ":" .. enc(canonical)
+      ix[#ix + 1] = suffixes[#suffixes]
+    end
+    if thread_indexed(key, canonical) then
+      local suffix = enc(key) .. ":" .. enc(canonical)
+      index_thread(K, suffix, ttl)
+      ix[#ix + 1] = "/" .. suffix
     end
   end
-  if #suffixes > 0 then
+  if #ix > 0 then
     fields[#fields + 1] = "ix"
-    fields[#fields + 1] = table.concat(suffixes, ",")
+    fields[#fields + 1] = table.concat(ix, ",")
+  end
+  if #suffixes > 0 then
     local member = K.member(ns, id)
     local function gone(other)
       if other == member then return false end

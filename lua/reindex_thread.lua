@@ -1,8 +1,9 @@
 #!lua
 --[[
   reindex_thread: add a stretch of one thread's checkpoints to the global metadata indexes of
-  every key in the registry P:mk (standalone servers), for checkpoints written before the key
-  was registered. Bounded: at most ARGV[5] checkpoints per call; the reply says where to go on.
+  every key in the registry P:mk, and the thread to the threads-by-value indexes of their
+  metadata values (standalone servers), for checkpoints written before the key was
+  registered, or by a version without threads-by-value indexes. Bounded: at most ARGV[5] checkpoints per call; the reply says where to go on.
 
   KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
 
@@ -21,9 +22,6 @@ local prefix = ARGV[1]
 local K = keyspace(prefix, ARGV[2])
 local step = tonumber(ARGV[5])
 local keys = redis.call("HKEYS", prefix .. ":mk")
-if #keys == 0 then return { 0 } end
-local fields = { "ix" }
-for _, key in ipairs(keys) do fields[#fields + 1] = "m:" .. key end
 
 local namespaces = redis.call("SMEMBERS", KEYS[1])
 table.sort(namespaces)
@@ -34,31 +32,43 @@ for _, ns in ipairs(namespaces) do
     local ids = redis.call("ZRANGEBYLEX", K.index(ns), lower, "+", "LIMIT", 0, step - visited)
     for _, id in ipairs(ids) do
       local cp = K.checkpoint(ns, id)
-      local values = record_fields(cp, unpack(fields))
+      local rec = record(cp)
       local left = redis.call("PTTL", cp)
       if left ~= -2 then
-        local ix = split_refs(values[1])
+        -- the indexes live as long as the checkpoint (forever when it has no expiry)
+        local life = left == -1 and 0 or math.ceil(left / 1000)
+        local ix = split_refs(rec.ix)
         local have = {}
         for _, suffix in ipairs(ix) do have[suffix] = true end
-        local changed = false
-        for j, key in ipairs(keys) do
-          local canonical = values[j + 1]
+        local function add(suffix)
+          ix[#ix + 1] = suffix
+          have[suffix] = true
+          added = added + 1
+        end
+        for _, key in ipairs(keys) do
+          local canonical = rec["m:" .. key]
           if canonical and canonical ~= "null" and #canonical <= 256 then
             local suffix = enc(key) .. ":" .. enc(canonical)
             if not have[suffix] then
               local index = K.metadata_index(suffix)
               local created = redis.call("EXISTS", index) == 0
               redis.call("ZADD", index, 0, K.member(ns, id))
-              -- as long as the checkpoint lives (forever when it has no expiry)
-              keep_alive(index, left == -1 and 0 or math.ceil(left / 1000), created)
-              ix[#ix + 1] = suffix
-              have[suffix] = true
-              added = added + 1
-              changed = true
+              keep_alive(index, life, created)
+              add(suffix)
             end
           end
         end
-        if changed then set_record_field(cp, "ix", table.concat(ix, ",")) end
+        for name, canonical in pairs(rec) do
+          local key = string.sub(name, 1, 2) == "m:" and string.sub(name, 3)
+          if key and thread_indexed(key, canonical) then
+            local suffix = enc(key) .. ":" .. enc(canonical)
+            if not have["/" .. suffix] then
+              index_thread(K, suffix, life)
+              add("/" .. suffix)
+            end
+          end
+        end
+        if #ix > #split_refs(rec.ix) then set_record_field(cp, "ix", table.concat(ix, ",")) end
       end
       visited = visited + 1
       if visited >= step then return { added, ns, id } end

@@ -30,6 +30,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisUnavailableError
+from langgraph.checkpoint.rediskv.core import thread_indexed
+from langgraph.checkpoint.rediskv.keys import metadata_index_suffix
 from langgraph.checkpoint.rediskv.server import (
     ENV_VARS,
     ServerSettings,
@@ -538,12 +540,24 @@ async def test_agent_server(
     assert history[0]["checkpoint_id"] == state["checkpoint_id"]
     for newer, older in itertools.pairwise(history):
         assert newer["parent_checkpoint"]["checkpoint_id"] == older["checkpoint_id"]
-    # Every key but the global metadata index (run_id, one key per run) carries A's tag.
+    # Every key but the global indexes carries A's tag: the metadata index of run_id (one key
+    # per run), and the threads-by-value indexes of the metadata's short strings (the
+    # server's assistant_id, graph_id, ...)
     runs = sorted({h["metadata"]["run_id"] for h in history})
     assert len(runs) == 3
-    assert [k for k in keys_under(client, prefix) if "{" + a + "}" not in k] == sorted(
-        [f"{prefix}:mk"] + [f"{prefix}:mi:run_id:%22{run}%22" for run in runs]
+    by_value = sorted(
+        {
+            f"{prefix}:tm:{metadata_index_suffix(key, json.dumps(value))}"
+            for h in history
+            for key, value in h["metadata"].items()
+            if isinstance(value, str) and thread_indexed(key, json.dumps(value))
+        }
     )
+    assert f"{prefix}:tm:graph_id:%22chat%22" in by_value
+    assert [k for k in keys_under(client, prefix) if "{" + a + "}" not in k] == sorted(
+        [f"{prefix}:mk"] + [f"{prefix}:mi:run_id:%22{run}%22" for run in runs] + by_value
+    )
+    assert all(client.smembers(k) == {("{" + a + "}").encode()} for k in by_value)
 
     # A fork: a state update on the checkpoint after the first turn, then a turn from it.
     first_turn = history[6]
@@ -640,6 +654,8 @@ async def test_agent_server(
         if ":mi:" in key:
             members = client.zrange(key, 0, -1)
             assert not any(("{" + a + "}").encode() in m for m in members), key
+        if ":tm:" in key:
+            assert ("{" + a + "}").encode() not in client.smembers(key), key
     with pytest.raises(NotFoundError):
         await sdk.threads.get_state(a)
     assert len([k for k in keys_under(client, prefix) if "{" + b + "}" in k]) > 0

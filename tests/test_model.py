@@ -943,8 +943,13 @@ class SaverMachine(RuleBasedStateMachine):
                 fail("prefix_keys_left", f"every thread is gone, yet {sorted(left)[:6]}")
 
     def only_stale_members(self, key: str) -> bool:
-        """A global metadata index whose every member names a checkpoint that is gone."""
+        """A global metadata index whose every member names a checkpoint that is gone, or a
+        threads-by-value index whose every member names a thread that is gone."""
         keys = self.saver._core.keys
+        if keys.is_threads_with(key):
+            return not any(
+                self.client.exists(keys.thread(tag.decode())) for tag in self.client.smembers(key)
+            )
         if not keys.is_metadata_index(key):
             return False
         for member in self.client.zrange(key, 0, -1):

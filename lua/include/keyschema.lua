@@ -34,6 +34,14 @@ local function keyspace(prefix, tag)
   function K.loose_blobs(ns) return prefix .. ":lb:" .. tag .. ":" .. ns end
   -- global metadata index (standalone servers only): "<key>:<canonical JSON>", encoded
   function K.metadata_index(suffix) return prefix .. ":mi:" .. suffix end
+  -- threads by metadata value (standalone servers only): the tags of the threads that have
+  -- (or had) a checkpoint with that value, for the values thread_indexed() takes
+  function K.threads_with(suffix) return prefix .. ":tm:" .. suffix end
+  -- whether another thread exists: its root, or its gc root (a copy not yet published)
+  function K.thread_exists(other_tag)
+    return redis.call("EXISTS", prefix .. ":th:" .. other_tag, prefix .. ":gc:" .. other_tag) > 0
+  end
+  K.tag = tag
   -- a checkpoint's member in a metadata index: its id first, so lexical order = time order
   function K.member(ns, id) return id .. "\0" .. tag .. ":" .. ns end
   return K
@@ -174,6 +182,43 @@ local function keep_alive(key, ttl, created, left)
   end
 end
 
+-- Remove thread K.tag from the threads-by-value indexes listed in a record's ix field: for
+-- a thread that goes whole (delete_thread), whose id must not stay listed under its values.
+local function unindex_thread(K, ix)
+  for _, suffix in ipairs(split_refs(ix)) do
+    if string.byte(suffix, 1) == 47 then  -- "/"
+      redis.call("SREM", K.threads_with(string.sub(suffix, 2)), K.tag)
+    end
+  end
+end
+
+-- Which metadata values put their thread in a threads-by-value index, so that a global
+-- filter on any key (not only the indexed ones) visits only the threads that may match:
+-- JSON strings of at most 128 characters (user ids, assistant ids, tenants, ...), except
+-- for LangGraph's keys with few values (source) or one per checkpoint (step) and run_id,
+-- which has a metadata index of its own by default. Numbers are left out: most are
+-- counters, one entry per checkpoint. The same rule: core.py's thread_indexed().
+local THREAD_INDEX_SKIPS = { source = true, step = true, run_id = true }
+local function thread_indexed(key, canonical)
+  return not THREAD_INDEX_SKIPS[key] and string.byte(canonical, 1) == 34 and #canonical <= 130
+end
+
+-- Enter thread K.tag in the threads-by-value index of `suffix`, which then lives at least
+-- `ttl` seconds more (0: forever; expiries only grow, as the set is shared). A new entry
+-- sweeps two others whose thread is gone (deleted or expired): the set stays bounded.
+local function index_thread(K, suffix, ttl)
+  local set = K.threads_with(suffix)
+  local left = redis.call("PTTL", set)
+  if redis.call("SADD", set, K.tag) == 1 and left ~= -2 then
+    for _, other in ipairs(redis.call("SRANDMEMBER", set, 2)) do
+      if other ~= K.tag and not K.thread_exists(other) then
+        redis.call("SREM", set, other)
+      end
+    end
+  end
+  keep_alive(set, ttl, left == -2, left)
+end
+
 -- Keep checkpoint `id` alive at least `ttl` seconds more (0: forever), with what it needs
 -- and what leads to it: its hash, its blobs, its namespace index, its run index and the
 -- global metadata indexes it is in (`bv`, `run` and `ix`: its fields; all shared keys, so
@@ -192,9 +237,13 @@ local function keep_checkpoint_alive(K, ns, id, ttl, bv, run, ix, left)
     keep_alive(K.runs, ttl, false)
   end
   for _, suffix in ipairs(split_refs(ix)) do
-    local index = K.metadata_index(suffix)
-    local index_left = redis.call("PTTL", index)
-    if index_left ~= -2 then keep_alive(index, ttl, false, index_left) end
+    if string.byte(suffix, 1) == 47 then  -- "/": its thread's entry, made again if gone
+      index_thread(K, string.sub(suffix, 2), ttl)
+    else
+      local index = K.metadata_index(suffix)
+      local index_left = redis.call("PTTL", index)
+      if index_left ~= -2 then keep_alive(index, ttl, false, index_left) end
+    end
   end
 end
 
@@ -227,12 +276,21 @@ local function sweep_index(key, is_dead, samples)
   end
 end
 
--- Remove a checkpoint from the metadata indexes listed in its ix field.
+-- A record's ix field lists the global indexes its checkpoint is in: "<suffix>" for a
+-- metadata index (K.metadata_index), "/<suffix>" for a threads-by-value index
+-- (K.threads_with; enc() never leaves a "/", so the two cannot be confused).
+
+-- Remove a checkpoint from the metadata indexes listed in its ix field. (Its thread stays in
+-- the threads-by-value indexes: an entry there says the thread may have such checkpoints,
+-- and a reader checks; entries of threads that are gone are swept.)
 local function unindex_checkpoint(K, ns, id, ix)
   for _, suffix in ipairs(split_refs(ix)) do
-    redis.call("ZREM", K.metadata_index(suffix), K.member(ns, id))
+    if string.byte(suffix, 1) ~= 47 then  -- "/"
+      redis.call("ZREM", K.metadata_index(suffix), K.member(ns, id))
+    end
   end
 end
+
 
 -- The expiry of one thread: its own setting (P:ttl:{T}, "0" when pinned) wins over the
 -- saver's default. An active thread's own setting is refreshed with the rest of its keys.

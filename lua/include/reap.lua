@@ -66,6 +66,7 @@ local function unlink_checkpoint(K, bi, ns, id)
     redis.call("SADD", bi, unpack(refs, first, math.min(first + 3999, #refs)))
   end
   unindex_checkpoint(K, ns, id, fields[2])
+  unindex_thread(K, fields[2])
   redis.call("UNLINK", cp, K.writes(ns, id))
   return 4 + #refs
 end
@@ -399,6 +400,25 @@ local function extend_metadata_index(prefix, tag, key, ttl)
   redis.call("EXPIRE", key, ttl)
 end
 
+-- set_thread_ttl: the same for a threads-by-value index (a SET of thread tags): it may follow
+-- the thread when its few members (at most 64) are this thread, or threads that are gone.
+local function extend_threads_index(K, key, ttl)
+  local left = redis.call("PTTL", key)
+  if left == -2 then return end
+  if left >= 0 or ttl == 0 then
+    keep_alive(key, ttl, false, left)  -- only ever extends
+    return
+  end
+  if redis.call("SCARD", key) > 64 then return end
+  for _, member in ipairs(redis.call("SMEMBERS", key)) do
+    if member ~= K.tag then
+      if K.thread_exists(member) then return end
+      redis.call("SREM", key, member)
+    end
+  end
+  redis.call("EXPIRE", key, ttl)
+end
+
 -- set_thread_ttl: every key of the thread gets the new expiry (0: none), namespace by
 -- namespace (G todo, a copy of the root taken when the job began), a chunk at a time.
 local function reap_ttl(K, prefix, tag, G, budget)
@@ -430,10 +450,16 @@ local function reap_ttl(K, prefix, tag, G, budget)
         apply(K.writes(ns, id))
         for _, ref in ipairs(split_refs(fields[1])) do apply(K.blob(ns, ref)) end
         for _, suffix in ipairs(split_refs(fields[2])) do
-          local index = K.metadata_index(suffix)
+          local by_value = string.byte(suffix, 1) == 47  -- "/": a threads-by-value index
+          local index = by_value and K.threads_with(string.sub(suffix, 2))
+            or K.metadata_index(suffix)
           if not seen[index] then
             seen[index] = true
-            extend_metadata_index(prefix, tag, index, ttl)
+            if by_value then
+              extend_threads_index(K, index, ttl)
+            else
+              extend_metadata_index(prefix, tag, index, ttl)
+            end
             used = used + 3
           end
         end

@@ -44,7 +44,14 @@ from .compression import (
     ZstdSerializer,
     with_compression,
 )
-from .keys import KeySchema, blob_ref, decode_part, encode_part, metadata_index_suffix
+from .keys import (
+    THREADS_BY_VALUE,
+    KeySchema,
+    blob_ref,
+    decode_part,
+    encode_part,
+    metadata_index_suffix,
+)
 from .settings import TTLSettings
 
 T = TypeVar("T")
@@ -67,6 +74,13 @@ DEFAULT_INDEXED_METADATA = ("run_id",)
 MAX_INDEXED_VALUE = 256
 # Metadata keys with few distinct values: another indexed filter key is a better start.
 _UNSELECTIVE = frozenset({"source", "step"})
+# Threads-by-value indexes (P:tm, standalone servers): every thread that has a checkpoint with
+# a metadata value that thread_indexed() takes is listed under it, so that list(None, filter)
+# on any key visits only the threads that may match, with no option to set. Keys left out:
+# LangGraph's with few values (source) or one per checkpoint (step), and run_id (indexed per
+# checkpoint by default). The same rule: thread_indexed() in lua/include/keyschema.lua.
+THREAD_INDEX_SKIPS = frozenset({"source", "step", "run_id"})
+MAX_THREAD_INDEXED = 130  # canonical JSON: a string of up to 128 characters
 # SCAN COUNT hint, and how many per-thread script calls go into one pipeline.
 SCAN_COUNT = 1000
 BATCH_SIZE = 500
@@ -672,6 +686,7 @@ class SaverCore:
             raise TypeError(f"filter must be a dict of metadata keys to values, not {filter!r}")
         filter_args: list[Arg] = [len(filter or {})]
         index: tuple[str, str] | None = None  # (metadata key, index key) to start from
+        by_value: list[str] = []  # threads-by-value indexes of the filter's values
         for key, value in sorted((filter or {}).items(), key=lambda kv: kv[0] in _UNSELECTIVE):
             if not isinstance(key, str):
                 raise TypeError(f"filter keys must be strings (metadata keys are), not {key!r}")
@@ -679,9 +694,14 @@ class SaverCore:
             filter_args += [f"m:{key}", canonical]
             if index is None and key in self.indexed and _indexable(canonical):
                 index = (key, self.keys.metadata_index(metadata_index_suffix(key, canonical)))
+            if thread_indexed(key, canonical):
+                by_value.append(self.keys.threads_with(metadata_index_suffix(key, canonical)))
         before_id = (get_checkpoint_id(before) or "") if before else ""
         if config is None and index is not None:
             yield from self._list_indexed(*index, filter_args, before_id, limit)
+            return
+        if config is None and by_value and self.global_index:
+            yield from self._list_thread_candidates(by_value, filter_args, before_id, limit)
             return
         if config is None:
             yield from self._list_all_threads(filter_args, before_id, limit)
@@ -738,14 +758,32 @@ class SaverCore:
             first,
         )
 
+    def _list_thread_candidates(
+        self, indexes: Sequence[str], filter_args: Sequence[Arg], before: str, limit: int | None
+    ) -> Stream:
+        """list(None) for a filter with values in threads-by-value indexes: only the threads
+        listed under every one of them are visited (each with the whole filter, so a thread
+        listed that no longer matches costs a call, never a wrong answer). Indexes not known
+        to be complete (a store written before them, no reindex since): every thread."""
+        yield from self.register_metadata_index()
+        reply = yield ScriptCall("list_thread_candidates", tuple(indexes), (self.keys.prefix,))
+        if reply == b"BUILDING":
+            yield from self._list_all_threads(filter_args, before, limit)
+            return
+        thread_ids = sorted(self.keys.thread_from_tag(tag.decode()) for tag in reply)
+        streams: list[_ListStream] = [(t, None) for t in thread_ids]
+        yield from self._merge_streams(streams, filter_args, before, limit)
+
     def register_metadata_index(self) -> Op[None]:
-        """Enter the saver's indexed keys in the registry P:mk, once per saver: "ready" on a
-        store without threads (every checkpoint will be indexed), else "building" until
+        """Enter the saver's indexed keys, and the threads-by-value indexes
+        (THREADS_BY_VALUE), in the registry P:mk, once per saver: "ready" on a store without
+        threads (every checkpoint will be indexed), else "building" until
         :meth:`reindex_metadata` has indexed the checkpoints written before."""
-        if not self.global_index or not self.indexed or self.registered:
+        if not self.global_index or self.registered:
             return
         registry = self.keys.metadata_keys()
-        missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *self.indexed))
+        indexes = (*self.indexed, THREADS_BY_VALUE)
+        missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *indexes))
         if missing:
             # checkpoints, not thread roots: pending writes (which LangGraph may store before
             # the first checkpoint's put) need no index
@@ -950,6 +988,17 @@ def _page_size(limit: int | None) -> int:
 
 def _indexable(canonical: str) -> bool:
     return canonical != "null" and len(canonical) <= MAX_INDEXED_VALUE
+
+
+def thread_indexed(key: str, canonical: str) -> bool:
+    """Whether a metadata value puts its thread in a threads-by-value index: a JSON string of
+    at most 128 characters, for a key not in THREAD_INDEX_SKIPS. (Numbers are left out: most
+    are counters, which would take an entry per checkpoint.)"""
+    return (
+        key not in THREAD_INDEX_SKIPS
+        and canonical.startswith('"')
+        and len(canonical.encode()) <= MAX_THREAD_INDEXED
+    )
 
 
 class _Newest:

@@ -53,9 +53,15 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                whose metadata key K has the canonical JSON value V, as members
                                "<raw id>\0{T}:N" scored 0 (lexical order = time order); the
                                checkpoint's ix field lists the "K:V" it is indexed under
+                               (and "/K:V" for each threads-by-value index it put its thread in)
+    P:tm:K:V            SET    threads by metadata value, standalone servers only: the tags of
+                               the threads that have (or had) a checkpoint whose metadata key K
+                               has the canonical JSON value V, for the values that
+                               core.thread_indexed() takes (short strings of most keys)
     P:mk                HASH   the registry of indexed metadata keys: encoded K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
-                               that had checkpoints: reads scan until a reindex completes it)
+                               that had checkpoints: reads scan until a reindex completes it);
+                               THREADS_BY_VALUE for the threads-by-value indexes, the same way
 
 The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/test_keys.py`` checks
 that both produce the same keys.
@@ -167,9 +173,21 @@ class KeySchema:
     def is_metadata_index(self, key: str) -> bool:
         return key.startswith(f"{self.prefix}:mi:")
 
+    def threads_with(self, suffix: str) -> str:
+        """A threads-by-value index; ``suffix`` comes from :func:`metadata_index_suffix`."""
+        return f"{self.prefix}:tm:{suffix}"
+
+    def is_threads_with(self, key: str) -> bool:
+        return key.startswith(f"{self.prefix}:tm:")
+
     def is_global(self, key: str) -> bool:
-        """A key of the whole prefix, not of one thread: a metadata index or the registry."""
-        return self.is_metadata_index(key) or key == self.metadata_keys()
+        """A key of the whole prefix, not of one thread: a metadata index, a threads-by-value
+        index or the registry."""
+        return (
+            self.is_metadata_index(key)
+            or self.is_threads_with(key)
+            or key == self.metadata_keys()
+        )
 
     # -- patterns ------------------------------------------------------------------------
     def thread_pattern(self) -> str:
@@ -197,6 +215,11 @@ def tag_of(key: str) -> str | None:
     start = key.find("{")
     end = key.find("}", start)
     return key[start : end + 1] if start >= 0 and end > start else None
+
+
+# The registry entry (P:mk) of the threads-by-value indexes: a NUL never starts a metadata
+# key that a filter can name (see .canonical)
+THREADS_BY_VALUE = "\0threads"
 
 
 def metadata_index_suffix(key: str, canonical: str) -> str:

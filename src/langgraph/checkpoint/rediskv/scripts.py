@@ -18,6 +18,7 @@ SCRIPT_NAMES = (
     "get_tuple",
     "list_checkpoints",
     "list_indexed",
+    "list_thread_candidates",
     "delete_thread",
     "delete_for_runs",
     "prune",

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base import UNAVAILABLE
-from ..keys import KeySchema
+from ..keys import THREADS_BY_VALUE, KeySchema, decode_part
 from ..settings import redact_url, resolve_url
 from ..sync import RedisSaver
 
@@ -90,3 +90,14 @@ def refused(command: str, exc: Exception) -> str:
     if isinstance(exc, redis.exceptions.NoPermissionError):
         return f"{command} is not allowed ({first})"
     return f"{command} failed ({first or type(exc).__name__})"
+
+
+def index_states(registry: dict[Any, Any]) -> dict[str, str]:
+    """The registry P:mk (HGETALL) as index name -> state, in name order; the
+    threads-by-value indexes are "(threads by value)"."""
+    states = {}
+    for raw, state in registry.items():
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        name = "(threads by value)" if key == THREADS_BY_VALUE else decode_part(key)
+        states[name] = state.decode() if isinstance(state, bytes) else str(state)
+    return dict(sorted(states.items()))

@@ -12,11 +12,11 @@ from typing import Any
 import redis
 
 from ..check import Problem
-from ..keys import KeySchema, decode_part
+from ..keys import KeySchema
 from ..scripts import script_sources
-from .common import CliError, open_saver, refused
+from .common import CliError, index_states, open_saver, refused
 from .output import emit_json, escape, human_bytes, make_console, print_fields
-from .store import SCAN_COUNT, memory_usage, text
+from .store import SCAN_COUNT, memory_usage
 
 TOP_THREADS = 10
 MIN_VERSION = (7, 0)  # the scripts carry Redis 7 script flags
@@ -224,7 +224,7 @@ def _metadata_indexes_check(client: redis.Redis, schema: KeySchema) -> Check:
         registry = client.hgetall(schema.metadata_keys())
     except redis.exceptions.ResponseError as exc:
         return _check("metadata-indexes", "unknown", refused("HGETALL", exc))
-    states = {decode_part(text(k)): text(v) for k, v in registry.items()}
+    states = index_states(registry)
     building = sorted(k for k, state in states.items() if state != "ready")
     if building:
         return _check(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..keys import KeySchema, decode_part
+from ..keys import KeySchema
 from ..sync import RedisSaver
-from .common import CliError, chunks, dedupe, open_saver
+from .common import CliError, chunks, dedupe, index_states, open_saver
 from .output import emit_json, escape, make_console, ttl_text
 from .store import (
     ThreadKeys,
@@ -15,7 +15,6 @@ from .store import (
     require_thread,
     scan_thread_ids,
     seconds_left,
-    text,
     thread_exists,
     walk_thread,
 )
@@ -138,7 +137,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         added = saver.reindex_metadata()
         registry = saver.client.hgetall(KeySchema(saver.prefix).metadata_keys())
         prefix = saver.prefix
-    indexes = {decode_part(text(k)): text(v) for k, v in sorted(registry.items())}
+    indexes = index_states(registry)
     data = {"prefix": prefix, "added": added, "indexes": indexes}
     if args.json:
         return emit_json(data)
