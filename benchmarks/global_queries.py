@@ -1,0 +1,175 @@
+"""Global queries at scale: list(None, filter=..., limit=10) over a store of many threads, this
+saver with its default settings (no key declared in index_metadata), with the key declared, and
+the PostgreSQL saver, on the same threads.
+
+    python benchmarks/global_queries.py                   # 10,000 threads
+    python benchmarks/global_queries.py --threads 100000  # about 10 minutes, most of it Postgres
+    python benchmarks/global_queries.py --quick           # 1,000 threads
+
+Each thread has 3 checkpoints (source input, loop, loop) with the metadata a chat backend
+writes: `user_id` (10 threads per user), `tenant` (50 tenants), `run_id` (one per thread).
+Redis: a private redis-server started for the run (persistence off), written with the async
+saver, 64 calls in flight; PostgreSQL: `AsyncPostgresSaver` in a new database (`--postgres-url`,
+as bench.py), dropped at the end. Each query runs `--iters` times, the savers interleaved in a
+rotating order, and the cell is the p50 in milliseconds; every saver's answer is checked
+against the others' (the same checkpoint ids, in the same order).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import cost  # benchmarks/cost.py: the private server
+import redis
+from bench import table
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver
+
+IN_FLIGHT = 64
+USERS_PER_THREAD = 10  # threads per user_id
+TENANTS = 50
+
+
+def metadata_of(n: int, step: int) -> dict[str, Any]:
+    return {
+        "source": "input" if step == 0 else "loop",
+        "step": step - 1,
+        "user_id": f"user-{n // USERS_PER_THREAD:06d}",
+        "tenant": f"tenant-{n % TENANTS:02d}",
+        "run_id": f"run-{n:07d}",
+    }
+
+
+def make_ids(threads: int) -> list[list[str]]:
+    """The checkpoint ids of every thread, made once so that every saver stores the same."""
+    return [[empty_checkpoint()["id"] for _ in range(3)] for _ in range(threads)]
+
+
+async def write_threads(saver: BaseCheckpointSaver[Any], ids: list[list[str]]) -> None:
+    sem = asyncio.Semaphore(IN_FLIGHT)
+
+    async def one(n: int) -> None:
+        async with sem:
+            config: RunnableConfig = {"configurable": {"thread_id": f"thread-{n:07d}",
+                                                       "checkpoint_ns": ""}}
+            for step in range(3):
+                ck = empty_checkpoint()
+                ck["id"] = ids[n][step]
+                ck["channel_values"] = {"messages": f"message {step} of thread {n}"}
+                ck["channel_versions"] = {"messages": step + 1}
+                config = await saver.aput(config, ck, metadata_of(n, step),  # type: ignore[arg-type]
+                                          {"messages": step + 1})
+
+    await asyncio.gather(*(one(n) for n in range(len(ids))))
+
+
+async def listed(saver: BaseCheckpointSaver[Any], flt: dict[str, Any]) -> list[str]:
+    return [t.checkpoint["id"] async for t in saver.alist(None, filter=flt, limit=10)]
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    threads = 1_000 if args.quick else args.threads
+    server = cost.PrivateRedis(args.redis_server)
+    savers: dict[str, BaseCheckpointSaver[Any]] = {}
+    pg_store: cost.Store | None = None
+    try:
+        ids = make_ids(threads)
+        t0 = time.perf_counter()
+        default = AsyncRedisSaver(server.url, prefix="gq")
+        await write_threads(default, ids)
+        cost.log(f"rediskv: {threads:,} threads in {time.perf_counter() - t0:.1f}s")
+        savers["rediskv (default)"] = default
+        # the same store, user_id declared: its index built by reindex, as a user would
+        declared = AsyncRedisSaver(server.url, prefix="gq", index_metadata=("run_id", "user_id"))
+        t0 = time.perf_counter()
+        await declared.areindex_metadata()
+        cost.log(f"rediskv: user_id indexed in {time.perf_counter() - t0:.1f}s")
+        savers["rediskv, user_id declared"] = declared
+        try:
+            pg_store = await cost.make_postgres(args, secrets.token_hex(4))
+            pg = await pg_store.open()
+            t0 = time.perf_counter()
+            await write_threads(pg, ids)
+            cost.log(f"postgres: {threads:,} threads in {time.perf_counter() - t0:.1f}s")
+            savers["postgres"] = pg
+        except cost.Unavailable as exc:
+            cost.log(f"postgres: {exc}")
+
+        r = redis.Redis.from_url(server.url)
+        by_kind = server.by_kind(lambda key: key.split(":")[1])
+        r.close()
+        checkpoints = threads * 3
+
+        queries = {
+            "user_id (10 threads)": {"user_id": f"user-{threads // 20:06d}"},
+            f"tenant ({threads // TENANTS:,} threads)": {"tenant": "tenant-07"},
+            "user_id + tenant": {"user_id": f"user-{threads // 20:06d}",
+                                 "tenant": f"tenant-{(threads // 2) % TENANTS:02d}"},
+            "user_id, no match": {"user_id": "nobody"},
+        }
+        times: dict[tuple[str, str], list[float]] = {}
+        names = list(savers)
+        for it in range(args.iters):
+            order = names[it % len(names):] + names[: it % len(names)]
+            for q, flt in queries.items():
+                answers = {}
+                for name in order:
+                    t = time.perf_counter()
+                    answers[name] = await listed(savers[name], flt)
+                    times.setdefault((q, name), []).append(time.perf_counter() - t)
+                first = answers[names[0]]
+                for name, got in answers.items():
+                    if got != first:
+                        raise RuntimeError(f"{name} answered {q} differently: {got} != {first}")
+        rows = []
+        for q in queries:
+            cells = [q]
+            pg = times.get((q, "postgres"))
+            pg_ms = statistics.median(pg) * 1e3 if pg else None
+            for name in names:
+                ms = statistics.median(times[(q, name)]) * 1e3
+                ratio = f" ({ms / pg_ms:.2f}x)" if pg_ms and name != "postgres" else ""
+                cells.append(f"{ms:,.2f}{ratio}")
+            rows.append(cells)
+        print(f"# Global queries: list(None, filter, limit=10), {threads:,} threads "
+              f"({checkpoints:,} checkpoints)\n")
+        print(f"p50 of {args.iters} rounds, ms (ratio to postgres)\n")
+        print(table(["filter", *names], rows))
+        print("\nRedis memory of the global indexes, bytes per checkpoint (MEMORY USAGE):\n")
+        print(table(["key kind", "keys", "bytes / checkpoint"],
+                    [[kind, f"{n:,}", f"{size / checkpoints:,.1f}"]
+                     for kind, (n, size) in sorted(by_kind.items()) if kind in ("tm", "mi")]))
+    finally:
+        for saver in savers.values():
+            if isinstance(saver, AsyncRedisSaver):
+                await saver.aclose()
+        if pg_store is not None:
+            await pg_store.destroy()
+        server.stop()
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="1,000 threads")
+    parser.add_argument("--iters", type=int, default=15)
+    parser.add_argument("--redis-server", default="redis-server")
+    parser.add_argument("--postgres-url", default=os.environ.get(
+        "BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"))
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    sys.exit(main())
