@@ -377,46 +377,48 @@ local function reap_runs(K, prefix, tag, G, budget)
   return used, false
 end
 
--- set_thread_ttl: a persistent metadata index may also hold other threads' checkpoints, which
--- must not start to expire; one whose few members (at most 64) are all this thread's, or of
--- checkpoints that are gone, may follow it.
-local function extend_metadata_index(prefix, tag, key, ttl)
+-- set_thread_ttl: a persistent global index may also hold other threads' entries, which must
+-- not start to expire; one whose few members (at most 64) are all this thread's, or entries
+-- of what is gone, may follow it. `members`: its members, nil when it has more than 64;
+-- `alive(member)`: nil for an entry of this thread, else whether what it names still exists
+-- (an entry of what is gone is removed with `remove`).
+local function extend_shared_index(key, ttl, members, alive, remove)
   local left = redis.call("PTTL", key)
   if left == -2 then return end
   if left >= 0 or ttl == 0 then
     keep_alive(key, ttl, false, left)  -- only ever extends
     return
   end
-  local members = redis.call("ZRANGE", key, 0, 64)
-  if #members > 64 then return end
-  for _, member in ipairs(members) do
-    local id, member_tag, ns = parse_member(member)
-    if member_tag ~= tag then
-      -- another thread's checkpoint: alive, it keeps the index persistent; gone, it goes
-      if redis.call("EXISTS", keyspace(prefix, member_tag).checkpoint(ns, id)) == 1 then return end
-      redis.call("ZREM", key, member)
-    end
+  local listed = members(key)
+  if not listed then return end
+  for _, member in ipairs(listed) do
+    local other_alive = alive(member)
+    if other_alive then return end
+    if other_alive == false then redis.call(remove, key, member) end
   end
   redis.call("EXPIRE", key, ttl)
 end
 
--- set_thread_ttl: the same for a threads-by-value index (a SET of thread tags): it may follow
--- the thread when its few members (at most 64) are this thread, or threads that are gone.
+-- A metadata index (members "<id>\0{T}:N": checkpoints).
+local function extend_metadata_index(prefix, tag, key, ttl)
+  extend_shared_index(key, ttl, function()
+    local members = redis.call("ZRANGE", key, 0, 64)
+    return #members <= 64 and members or nil
+  end, function(member)
+    local id, member_tag, ns = parse_member(member)
+    if member_tag == tag then return nil end
+    return redis.call("EXISTS", keyspace(prefix, member_tag).checkpoint(ns, id)) == 1
+  end, "ZREM")
+end
+
+-- A threads-by-value index (members: thread tags).
 local function extend_threads_index(K, key, ttl)
-  local left = redis.call("PTTL", key)
-  if left == -2 then return end
-  if left >= 0 or ttl == 0 then
-    keep_alive(key, ttl, false, left)  -- only ever extends
-    return
-  end
-  if redis.call("SCARD", key) > 64 then return end
-  for _, member in ipairs(redis.call("SMEMBERS", key)) do
-    if member ~= K.tag then
-      if K.thread_exists(member) then return end
-      redis.call("SREM", key, member)
-    end
-  end
-  redis.call("EXPIRE", key, ttl)
+  extend_shared_index(key, ttl, function()
+    return redis.call("SCARD", key) <= 64 and redis.call("SMEMBERS", key) or nil
+  end, function(member)
+    if member == K.tag then return nil end
+    return K.thread_exists(member)
+  end, "SREM")
 end
 
 -- set_thread_ttl: every key of the thread gets the new expiry (0: none), namespace by
