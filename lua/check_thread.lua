@@ -90,8 +90,11 @@ local function visit(ns, at)
           end
           for _, suffix in ipairs(split_refs(fields[2])) do
             if string.byte(suffix, 1) == 47 then  -- "/": the thread, by value
-              if redis.call("SISMEMBER", K.threads_with(string.sub(suffix, 2)), tag) == 0 then
+              local score = redis.call("ZSCORE", K.threads_with(string.sub(suffix, 2)), tag)
+              if not score then
                 report("thread missing from a threads-by-value index", cp)
+              elseif tonumber(score) < id_score(id) then
+                report("threads-by-value index scores the thread below a checkpoint", cp)
               end
             elseif not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
               report("checkpoint without its metadata index entry", cp)

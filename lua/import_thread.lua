@@ -90,8 +90,9 @@ while i <= #ARGV do
     if kind == "c" then
       -- a record replaced: its blobs that the new one does not reference become loose (other
       -- checkpoints may still use them; a delete or prune of the thread finds them there)
-      local old = record_fields(key, "ix", "bv")
+      local old = record_fields(key, "ix", "bv", "r")
       unindex_checkpoint(K, ns, id, old[1])
+      if old[3] then unindex_run(K, runs, old[3], ns, id) end
       -- and its pending writes go with it: the source's, if any, follow this record
       redis.call("UNLINK", K.writes(ns, id))
       redis.call("SREM", K.writes_index(ns), id)
@@ -146,7 +147,7 @@ while i <= #ARGV do
         -- the copy joins the global metadata indexes the source checkpoint is in
         for _, suffix in ipairs(split_refs(value)) do
           if string.byte(suffix, 1) == 47 then  -- "/": the target's entry, by value
-            index_thread(K, string.sub(suffix, 2), ttl)
+            index_thread(K, string.sub(suffix, 2), id, ttl)
           else
             local index = K.metadata_index(suffix)
             local created = redis.call("EXISTS", index) == 0

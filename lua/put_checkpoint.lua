@@ -123,10 +123,7 @@ local ttl = thread_ttl(K, tonumber(ARGV[10]))
 -- with other checkpoints, so they are not removed here; delete and prune find them).
 local replaced = record(cp)  -- (all of it: its pending writes stay with the id)
 local old = { replaced.r or false, replaced.ix or false, replaced.bv or false }
-if old[1] then
-  redis.call("SREM", K.run(old[1]), ns .. ":" .. id)
-  if redis.call("EXISTS", K.run(old[1])) == 0 then redis.call("SREM", K.runs, old[1]) end
-end
+if old[1] then unindex_run(K, K.runs, old[1], ns, id) end
 unindex_checkpoint(K, ns, id, old[2])
 
 -- Loose blobs: those that may outlive every checkpoint referencing them, recorded so that
@@ -229,7 +226,7 @@ if ARGV[11] ~= "-" then
     end
     if thread_indexed(key, canonical) then
       local suffix = enc(key) .. ":" .. enc(canonical)
-      index_thread(K, suffix, ttl)
+      index_thread(K, suffix, id, ttl)
       ix[#ix + 1] = "/" .. suffix
     end
   end

@@ -63,7 +63,7 @@ for _, ns in ipairs(namespaces) do
           if key and thread_indexed(key, canonical) then
             local suffix = enc(key) .. ":" .. enc(canonical)
             if not have["/" .. suffix] then
-              index_thread(K, suffix, life)
+              index_thread(K, suffix, id, life)
               add("/" .. suffix)
             end
           end

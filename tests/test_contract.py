@@ -457,6 +457,40 @@ def test_copy_onto_the_same_id_replaces_the_pending_writes_too(saver: RedisSaver
     assert saver.check_invariants() == []
 
 
+def test_copy_onto_the_same_id_under_another_run_takes_it_out_of_the_old_run(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    """Found by the cluster model test: a copy replacing a record that another run wrote
+    left it in that run's index, so delete_for_runs of that run deleted the copied
+    checkpoint, which the copy says another run wrote."""
+    checkpoint = make_checkpoint({"n": "x"}, {"n": "1"})
+    saver.put(cfg("src"), checkpoint, {"run_id": "kept"}, {"n": "1"})
+    saver.put(cfg("dst"), checkpoint, {"run_id": "gone"}, {"n": "1"})
+    saver.copy_thread("src", "dst")
+    keys = KeySchema(saver.prefix)
+    tag = KeySchema.tag("dst")
+    assert client.exists(keys.run(tag, "gone")) == 0
+    assert client.smembers(keys.runs(tag)) == {b"kept"}
+    saver.delete_for_runs(["gone"])
+    assert listed_ids(saver, cfg("dst")) == [checkpoint["id"]]
+    saver.delete_for_runs(["kept"])
+    assert listed_ids(saver, cfg("dst")) == [] and listed_ids(saver, cfg("src")) == []
+    assert saver.check_invariants() == []
+
+
+def test_delete_for_runs_skips_a_stale_run_entry(saver: RedisSaver, client: redis.Redis) -> None:
+    """A store where an earlier version's copy left a replaced record in its old run's index:
+    delete_for_runs of that run takes only the checkpoints whose record names it."""
+    ids = chain(saver, "t", [{"run_id": "a"}, {"run_id": "b"}])
+    keys = KeySchema(saver.prefix)
+    tag = KeySchema.tag("t")
+    client.sadd(keys.run(tag, "a"), f":{ids[1]}")  # as the earlier version's copy left it
+    saver.delete_for_runs(["a"])
+    assert listed_ids(saver, cfg("t")) == [ids[1]]
+    assert client.exists(keys.run(tag, "a")) == 0
+    assert saver.check_invariants() == []
+
+
 def test_putting_a_checkpoint_again_under_another_run_leaves_no_empty_run(
     saver: RedisSaver,
 ) -> None:

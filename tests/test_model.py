@@ -947,9 +947,8 @@ class SaverMachine(RuleBasedStateMachine):
         threads-by-value index whose every member names a thread that is gone."""
         keys = self.saver._core.keys
         if keys.is_threads_with(key):
-            return not any(
-                self.client.exists(keys.thread(tag.decode())) for tag in self.client.smembers(key)
-            )
+            tags = self.client.zrange(key, 0, -1)
+            return not any(self.client.exists(keys.thread(tag.decode())) for tag in tags)
         if not keys.is_metadata_index(key):
             return False
         for member in self.client.zrange(key, 0, -1):

@@ -44,8 +44,8 @@ SAVER_COMMANDS = [
     "rename", "sscan", "sunionstore",
     # sampled index sweeps, the registry of indexed metadata keys, reindex
     "zrandmember", "hkeys", "hexists", "zrangebylex",
-    # threads-by-value indexes: a filter on several values
-    "sinter",
+    # threads-by-value indexes: read newest first, the smallest of several
+    "zrevrangebyscore", "zcard",
 ]  # fmt: skip
 
 

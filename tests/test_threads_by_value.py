@@ -12,12 +12,13 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv.core import SaverCore
+from langgraph.checkpoint.rediskv import core as core_module
+from langgraph.checkpoint.rediskv.core import SaverCore, id_score
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 
 from .clock import advance_time
 from .conftest import data_keys, keys_of, record_of, set_record_field
-from .test_contract import cfg, chain
+from .test_contract import cfg, chain, make_checkpoint
 
 THREADS = 24
 
@@ -114,7 +115,8 @@ def test_deleted_and_pruned_threads_are_never_listed(
     # added), which costs a call each, never a wrong answer
     assert set(threads) >= {"thread-13", "thread-17", "thread-21", "thread-5"}
     index = KeySchema(prefix).threads_with('user_id:%22u1%22')
-    assert client.smembers(index) >= {KeySchema.tag(t).encode() for t in ("thread-13", "thread-5")}
+    listed_tags = set(client.zrange(index, 0, -1))
+    assert listed_tags >= {KeySchema.tag(t).encode() for t in ("thread-13", "thread-5")}
 
 
 def test_a_copy_is_listed_under_its_values(saver: RedisSaver, visited: list[str]) -> None:
@@ -192,3 +194,139 @@ def test_a_thread_given_its_own_expiry_takes_the_indexes_only_it_is_in_along(
     saver.pin_thread("t")
     assert (client.ttl(own), client.ttl(shared)) == (-1, -1)
     assert saver.check_invariants() == []
+
+
+# -- visiting order: the newest threads first, stopping early ---------------------------------
+
+
+def put_with_ids(saver: RedisSaver, thread_id: str, ids: list[str], md: dict[str, Any]) -> None:
+    """Checkpoints with the given ids, each the child of the previous."""
+    parent = None
+    for n, checkpoint_id in enumerate(ids):
+        version = saver.get_next_version(None if n == 0 else f"{n:032}", None)
+        checkpoint = make_checkpoint({"n": n}, {"n": version})
+        checkpoint["id"] = checkpoint_id
+        saver.put(cfg(thread_id, "", parent), checkpoint, {**md, "step": n}, {"n": version})
+        parent = checkpoint_id
+
+
+def uuid_like(thread: int, step: int) -> str:
+    """A lowercase UUID whose text sorts by (thread, step): its score is exact and distinct."""
+    return f"{thread:08x}-{step:04x}-6000-8000-000000000000"
+
+
+def all_ids(saver: RedisSaver, **flt: Any) -> list[str]:
+    return [t.checkpoint["id"] for t in saver.list(None, filter=flt)]
+
+
+def test_id_score_follows_the_text_of_uuid_ids_and_is_infinite_for_others() -> None:
+    assert id_score(b"1f1e88af-e849-6b4e-bffe-7e800f9857c9") == float(0x1F1E88AFE8496)
+    assert id_score(b"00000000-0000-0") == 0.0
+    for other in (b"1F1E88AF-E849-6B4E", b"ck-001", b"", b"1f1e88a-e849-6b4e", b"1f1e88af-e84-6"):
+        assert id_score(other) == float("inf")
+
+
+def test_a_shared_value_with_a_limit_visits_the_newest_threads_only(
+    saver: RedisSaver, visited: list[str]
+) -> None:
+    made = {}
+    for n in range(40):
+        ids = [uuid_like(n, s) for s in range(3)]
+        put_with_ids(saver, f"t{n:02d}", ids, {"tenant": "shared"})
+        made[f"t{n:02d}"] = ids
+    newest_first = sorted((i for ids in made.values() for i in ids), reverse=True)
+    # limit 5: the first group (CANDIDATE_GROUP = 8 threads) holds them, and its oldest
+    # checkpoint still at hand is newer than the 9th thread's score
+    got, threads = listed_limit(saver, visited, 5, tenant="shared")
+    assert got == newest_first[:5]
+    assert threads == [f"t{n:02d}" for n in range(32, 40)]
+    # limit 20: a group of 20 threads, and no more
+    got, threads = listed_limit(saver, visited, 20, tenant="shared")
+    assert got == newest_first[:20]
+    assert threads == [f"t{n:02d}" for n in range(20, 40)]
+    # before the 30th newest (t30's first): the first group (t39-t32) has nothing older, the
+    # second (t31-t24) the 6 wanted, in t29 and t28
+    before = cfg("t00", checkpoint_id=newest_first[29])
+    visited.clear()
+    page = saver.list(None, filter={"tenant": "shared"}, before=before, limit=6)
+    assert [t.checkpoint["id"] for t in page] == newest_first[30:36]
+    assert sorted(visited) == [f"t{n:02d}" for n in range(24, 40)]
+    # without a limit: every checkpoint, each thread visited once
+    visited.clear()
+    assert all_ids(saver, tenant="shared") == newest_first
+    assert sorted(visited) == sorted(made)
+
+
+def listed_limit(
+    saver: RedisSaver, visited: list[str], limit: int, **flt: Any
+) -> tuple[list[str], list[str]]:
+    visited.clear()
+    got = [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=limit)]
+    return got, sorted(set(visited))
+
+
+def test_threads_with_ids_of_other_forms_are_visited_and_ordered_by_their_text(
+    saver: RedisSaver, visited: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ids that are not lowercase UUIDs score infinity: such threads come first, and a limit
+    # stops only on ids it can compare (UUID-like ones)
+    made = {
+        "custom-high": ["zz-1", "zz-2"],  # after every UUID in text order
+        "custom-low": ["0-a", "0-b"],  # before every UUID in text order
+        "upper": ["0000000A-0001-6000-8000-000000000000"],  # upper case: not UUID-like here
+    }
+    for n in range(12):
+        made[f"u{n:02d}"] = [uuid_like(n, s) for s in range(2)]
+    for thread_id, ids in made.items():
+        put_with_ids(saver, thread_id, ids, {"tenant": "mixed"})
+    newest_first = sorted((i for ids in made.values() for i in ids), reverse=True)
+    # chunks of 3 candidates: the three infinite scores tie across a chunk boundary
+    monkeypatch.setattr(core_module, "CANDIDATE_CHUNK", 3)
+    for limit in (1, 2, 3, 4, 5, 9, 25, 26, 27, None):
+        visited.clear()
+        got = [t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "mixed"},
+                                                       limit=limit)]
+        assert got == newest_first[:limit]
+        assert len(visited) == len(set(visited))  # no thread twice
+    assert sorted(visited) == sorted(made)
+    # the infinite ones are visited first, whatever the limit
+    got, threads = listed_limit(saver, visited, 1, tenant="mixed")
+    assert got == ["zz-2"] and {"custom-high", "custom-low", "upper"} <= set(threads)
+
+
+def test_a_thread_written_again_with_older_ids_keeps_its_higher_score(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    put_with_ids(saver, "t", [uuid_like(9, 0)], {"tenant": "x"})
+    put_with_ids(saver, "u", [uuid_like(5, 0)], {"tenant": "x"})
+    index = KeySchema(prefix).threads_with("tenant:%22x%22")
+    tag = KeySchema.tag("t").encode()
+    assert client.zscore(index, tag) == id_score(uuid_like(9, 0).encode())
+    saver.delete_thread("t")
+    assert client.zscore(index, tag) is None
+    put_with_ids(saver, "t", [uuid_like(1, 0)], {"tenant": "x"})
+    put_with_ids(saver, "t", [uuid_like(3, 0)], {"tenant": "y"})  # (another value)
+    assert client.zscore(index, tag) == id_score(uuid_like(1, 0).encode())
+    assert all_ids(saver, tenant="x") == [uuid_like(5, 0), uuid_like(1, 0)]
+    # a copy is scored by what it holds
+    saver.copy_thread("u", "v")
+    assert client.zscore(index, KeySchema.tag("v").encode()) == id_score(
+        uuid_like(5, 0).encode()
+    )
+    assert saver.check_invariants() == []
+
+
+def test_the_checker_reports_a_score_below_a_checkpoint_and_a_missing_entry(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    put_with_ids(saver, "t", [uuid_like(7, 0), uuid_like(7, 1)], {"tenant": "x", "user": "a"})
+    keys = KeySchema(prefix)
+    tag = KeySchema.tag("t")
+    client.zadd(keys.threads_with("tenant:%22x%22"), {tag: id_score(uuid_like(7, 0).encode())})
+    client.zrem(keys.threads_with("user:%22a%22"), tag)
+    first, second = (keys.checkpoint(tag, "", uuid_like(7, s)) for s in (0, 1))
+    assert sorted((p.problem, p.key) for p in saver.check_invariants()) == [
+        ("thread missing from a threads-by-value index", first),
+        ("thread missing from a threads-by-value index", second),
+        ("threads-by-value index scores the thread below a checkpoint", second),
+    ]

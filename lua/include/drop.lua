@@ -8,11 +8,7 @@ local function drop_checkpoint(K, ns, id, refs)
   local fields = record_fields(cp, "bv", "r", "ix")
   for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
   unindex_checkpoint(K, ns, id, fields[3])
-  if fields[2] then
-    local run_key = K.run(fields[2])
-    redis.call("SREM", run_key, ns .. ":" .. id)
-    if redis.call("SCARD", run_key) == 0 then redis.call("SREM", K.runs, fields[2]) end
-  end
+  if fields[2] then unindex_run(K, K.runs, fields[2], ns, id) end
   redis.call("UNLINK", cp, K.writes(ns, id))
   redis.call("SREM", K.writes_index(ns), id)
   redis.call("ZREM", K.index(ns), id)

@@ -187,7 +187,7 @@ end
 local function unindex_thread(K, ix)
   for _, suffix in ipairs(split_refs(ix)) do
     if string.byte(suffix, 1) == 47 then  -- "/"
-      redis.call("SREM", K.threads_with(string.sub(suffix, 2)), K.tag)
+      redis.call("ZREM", K.threads_with(string.sub(suffix, 2)), K.tag)
     end
   end
 end
@@ -203,20 +203,39 @@ local function thread_indexed(key, canonical)
   return not THREAD_INDEX_SKIPS[key] and string.byte(canonical, 1) == 34 and #canonical <= 130
 end
 
--- Enter thread K.tag in the threads-by-value index of `suffix`, which then lives at least
--- `ttl` seconds more (0: forever; expiries only grow, as the set is shared). A new entry
--- sweeps two others whose thread is gone (deleted or expired): the set stays bounded.
-local function index_thread(K, suffix, ttl)
-  local set = K.threads_with(suffix)
-  local left = redis.call("PTTL", set)
-  if redis.call("SADD", set, K.tag) == 1 and left ~= -2 then
-    for _, other in ipairs(redis.call("SRANDMEMBER", set, 2)) do
+-- A thread's score in a threads-by-value index: at least id_score() of each of its
+-- checkpoints with the value, so that a reader can visit the threads newest first and stop
+-- early. For an id that starts like a lowercase UUID ("1f0b2c3d-4e5f-6..."; LangGraph's are
+-- UUIDv6, whose text sorts by time), its first 13 hex digits as a number (exact in a
+-- double): for two such ids, lexical order implies the order of their scores. Any other id:
+-- math.huge ("inf" in the index). The same rule: core.py's id_score().
+local function id_score(id)
+  local a, b, c = string.match(id, "^([0-9a-f]+)%-([0-9a-f]+)%-([0-9a-f])")
+  if a and #a == 8 and #b == 4 then return tonumber(a .. b .. c, 16) end
+  return math.huge
+end
+
+-- A score as Redis takes it (Lua would format a number with 14 digits only).
+local function score_arg(score)
+  return score == math.huge and "inf" or string.format("%.0f", score)
+end
+
+-- Enter thread K.tag in the threads-by-value index of `suffix`, scored at least by checkpoint
+-- `id` (ZADD GT: a score only grows, so it stays an upper bound whatever is deleted), which
+-- then lives at least `ttl` seconds more (0: forever; expiries only grow, as the index is
+-- shared). A new entry sweeps two others whose thread is gone (deleted or expired): the
+-- index stays bounded.
+local function index_thread(K, suffix, id, ttl)
+  local index = K.threads_with(suffix)
+  local left = redis.call("PTTL", index)
+  if redis.call("ZADD", index, "GT", score_arg(id_score(id)), K.tag) == 1 and left ~= -2 then
+    for _, other in ipairs(redis.call("ZRANDMEMBER", index, 2)) do
       if other ~= K.tag and not K.thread_exists(other) then
-        redis.call("SREM", set, other)
+        redis.call("ZREM", index, other)
       end
     end
   end
-  keep_alive(set, ttl, left == -2, left)
+  keep_alive(index, ttl, left == -2, left)
 end
 
 -- Keep checkpoint `id` alive at least `ttl` seconds more (0: forever), with what it needs
@@ -238,7 +257,7 @@ local function keep_checkpoint_alive(K, ns, id, ttl, bv, run, ix, left)
   end
   for _, suffix in ipairs(split_refs(ix)) do
     if string.byte(suffix, 1) == 47 then  -- "/": its thread's entry, made again if gone
-      index_thread(K, string.sub(suffix, 2), ttl)
+      index_thread(K, string.sub(suffix, 2), id, ttl)
     else
       local index = K.metadata_index(suffix)
       local index_left = redis.call("PTTL", index)
@@ -279,6 +298,15 @@ end
 -- A record's ix field lists the global indexes its checkpoint is in: "<suffix>" for a
 -- metadata index (K.metadata_index), "/<suffix>" for a threads-by-value index
 -- (K.threads_with; enc() never leaves a "/", so the two cannot be confused).
+
+-- Take checkpoint N:I out of run `run`'s index (its record dropped, or replaced by one that
+-- may name another run), and the run out of the thread's runs set `runs` once it has no
+-- checkpoint left: a stale entry would make delete_for_runs of that run take the checkpoint.
+local function unindex_run(K, runs, run, ns, id)
+  local run_key = K.run(run)
+  redis.call("SREM", run_key, ns .. ":" .. id)
+  if redis.call("EXISTS", run_key) == 0 then redis.call("SREM", runs, run) end
+end
 
 -- Remove a checkpoint from the metadata indexes listed in its ix field. (Its thread stays in
 -- the threads-by-value indexes: an entry there says the thread may have such checkpoints,

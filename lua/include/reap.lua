@@ -306,11 +306,18 @@ local function reap_runs(K, prefix, tag, G, budget)
     for _, member in ipairs(reply[2]) do
       local sep = string.find(member, ":", 1, true)
       local ns, id = string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
-      redis.call("SADD", G.ns_part("d", ns), id)
-      redis.call("SADD", G.part("ns"), ns)
-      redis.call("SADD", G.part("walk"), ns)
+      -- an entry whose record now names another run is stale (a record replaced by an
+      -- earlier version's copy kept it): the checkpoint is not this run's
+      local cp = K.checkpoint(ns, id)
+      if record_field(cp, "r") ~= run and redis.call("EXISTS", cp) == 1 then
+        redis.call("SREM", K.run(run), member)
+      else
+        redis.call("SADD", G.ns_part("d", ns), id)
+        redis.call("SADD", G.part("ns"), ns)
+        redis.call("SADD", G.part("walk"), ns)
+      end
     end
-    used = used + 3 * #reply[2] + 2
+    used = used + 5 * #reply[2] + 2
     cursor = reply[1]
     if cursor == "0" then
       redis.call("SREM", G.part("runs"), run)
@@ -414,11 +421,12 @@ end
 -- A threads-by-value index (members: thread tags).
 local function extend_threads_index(K, key, ttl)
   extend_shared_index(key, ttl, function()
-    return redis.call("SCARD", key) <= 64 and redis.call("SMEMBERS", key) or nil
+    local members = redis.call("ZRANGE", key, 0, 64)
+    return #members <= 64 and members or nil
   end, function(member)
     if member == K.tag then return nil end
     return K.thread_exists(member)
-  end, "SREM")
+  end, "ZREM")
 end
 
 -- set_thread_ttl: every key of the thread gets the new expiry (0: none), namespace by

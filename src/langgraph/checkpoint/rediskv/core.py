@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import re
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -61,6 +63,9 @@ Arg = str | bytes | int
 # and at most this many ids examined per call while a filter rejects them (about 10 ms of
 # server time; see benchmarks/server_time.py).
 LIST_PAGE = 100
+# threads-by-value candidates read per call, and visited per round trip at the least
+CANDIDATE_CHUNK = 256
+CANDIDATE_GROUP = 8
 LIST_SCAN_BUDGET = 1000
 # A thread with more namespaces than this is listed in chunks of them, merged by the client,
 # so that no call reads the heads of more than this many namespace indexes.
@@ -762,17 +767,40 @@ class SaverCore:
         self, indexes: Sequence[str], filter_args: Sequence[Arg], before: str, limit: int | None
     ) -> Stream:
         """list(None) for a filter with values in threads-by-value indexes: only the threads
-        listed under every one of them are visited (each with the whole filter, so a thread
-        listed that no longer matches costs a call, never a wrong answer). Indexes not known
-        to be complete (a store written before them, no reindex since): every thread."""
+        listed under every one of them are visited, newest first by their score, until the
+        checkpoints at hand are newer than any thread left could hold (each thread is listed
+        with the whole filter, so one that no longer matches costs a call, never a wrong
+        answer). Indexes not known to be complete (a store written before them, no reindex
+        since): every thread."""
         yield from self.register_metadata_index()
-        reply = yield ScriptCall("list_thread_candidates", tuple(indexes), (self.keys.prefix,))
-        if reply == b"BUILDING":
+        candidates = _Candidates(tuple(indexes))
+        if not (yield from self._read_candidates(candidates)):
             yield from self._list_all_threads(filter_args, before, limit)
             return
-        thread_ids = sorted(self.keys.thread_from_tag(tag.decode()) for tag in reply)
-        streams: list[_ListStream] = [(t, None) for t in thread_ids]
-        yield from self._merge_streams(streams, filter_args, before, limit)
+        yield from self._merge_streams([], filter_args, before, limit, candidates)
+
+    def _read_candidates(self, candidates: _Candidates) -> Op[bool]:
+        """The next chunk of candidate threads into ``candidates.queue``; False when the
+        indexes are still being built."""
+        reply = yield ScriptCall(
+            "list_thread_candidates",
+            candidates.indexes,
+            (self.keys.prefix, candidates.max_score, candidates.skip, CANDIDATE_CHUNK),
+        )
+        if reply == b"BUILDING":  # (only ever the first reply: an index once ready stays so)
+            candidates.done = True
+            return False
+        last, at_last, read = reply[0], int(reply[1]), int(reply[2])
+        if last is not None:
+            # members at the same score go on where this chunk stopped
+            candidates.skip = (candidates.skip if last == candidates.max_score else 0) + at_last
+            candidates.max_score = last
+        candidates.done = read < CANDIDATE_CHUNK
+        for tag, score in zip(reply[3::2], reply[4::2], strict=True):
+            if tag not in candidates.seen:  # (a thread deleted and written again meanwhile)
+                candidates.seen.add(tag)
+                candidates.queue.append((self.keys.thread_from_tag(tag.decode()), float(score)))
+        return True
 
     def register_metadata_index(self) -> Op[None]:
         """Enter the saver's indexed keys, and the threads-by-value indexes
@@ -860,11 +888,13 @@ class SaverCore:
         filter_args: Sequence[Arg],
         before_id: str,
         limit: int | None,
+        candidates: _Candidates | None = None,
     ) -> Stream:
         """Pages of several streams (a thread's every namespace, or a chunk of the
         namespaces of a thread that has too many for one call) merged newest first. A
         stream whose reply lists its namespaces instead is replaced by one stream per
-        chunk of them."""
+        chunk of them. ``candidates``: threads to add as streams while the newest checkpoint
+        at hand is not newer than the next one's score (see _list_thread_candidates)."""
         page = _page_size(limit)
         # heap entries: (_Newest(id), stream index, position in that stream's page)
         pages: list[list[Any]] = [[] for _ in streams]
@@ -916,9 +946,29 @@ class SaverCore:
                     )
                 )
 
+        def visit_candidates(more: _Candidates) -> Op[None]:
+            """Add candidate threads, a group at a time, until the newest checkpoint at hand
+            is newer than any checkpoint of the threads left."""
+            group = BATCH_SIZE if limit is None else max(CANDIDATE_GROUP, min(limit, BATCH_SIZE))
+            while True:
+                if not more.queue and not more.done:
+                    yield from self._read_candidates(more)
+                if not more.queue or (heap and _newer_than(heap[0][0].id, more.queue[0][1])):
+                    return
+                first = len(streams)
+                while more.queue and len(streams) - first < group:
+                    streams.append((more.queue.popleft()[0], None))
+                    pages.append([])
+                    cursors.append(before_id)
+                yield from fetch(range(first, len(streams)))
+
         yield from fetch(range(len(streams)))
         emitted = 0
-        while heap:
+        while True:
+            if candidates is not None:
+                yield from visit_candidates(candidates)
+            if not heap:
+                return
             _, i, pos = heapq.heappop(heap)
             yield self.decode_record(streams[i][0], pages[i][pos])
             emitted += 1
@@ -1011,6 +1061,40 @@ class _Newest:
 
     def __lt__(self, other: _Newest) -> bool:
         return self.id > other.id
+
+
+_UUID_HEAD = re.compile(rb"([0-9a-f]+)-([0-9a-f]+)-([0-9a-f])")
+
+
+def id_score(checkpoint_id: bytes) -> float:
+    """A checkpoint id's score in the threads-by-value indexes: for an id that starts like a
+    lowercase UUID, its first 13 hex digits as a number (exact in a float), so that for two
+    such ids lexical order implies the order of their scores; for any other id, infinity.
+    The same rule: id_score() in lua/include/keyschema.lua."""
+    head = _UUID_HEAD.match(checkpoint_id)
+    if head and len(head[1]) == 8 and len(head[2]) == 4:
+        return float(int(head[1] + head[2] + head[3], 16))
+    return float("inf")
+
+
+def _newer_than(checkpoint_id: bytes, score: float) -> bool:
+    """Whether the checkpoint is newer than every checkpoint whose score is at most
+    ``score``: an id with a score above it (ids of other forms score infinity)."""
+    own = id_score(checkpoint_id)
+    return own != float("inf") and own > score
+
+
+@dataclass
+class _Candidates:
+    """Where a list over threads-by-value indexes stands: the next scores to read and the
+    threads read but not visited yet, newest first, with their scores."""
+
+    indexes: tuple[str, ...]
+    max_score: bytes = b"inf"  # the next chunk starts at this score (inclusive)
+    skip: int = 0  # ... after this many members at it
+    done: bool = False
+    queue: deque[tuple[str, float]] = dataclasses.field(default_factory=deque)
+    seen: set[bytes] = dataclasses.field(default_factory=set)
 
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
