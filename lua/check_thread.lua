@@ -20,7 +20,9 @@
     "checkpoint without blob", "writes index entry without writes",
     "writes without checkpoint" (writes without expiry of a checkpoint not in the index),
     "run without run index",
-    "run index entry without checkpoint", "checkpoint without its metadata index entry"
+    "run index entry without checkpoint", "checkpoint without its metadata index entry",
+    "thread missing from a threads-by-value index", "threads-by-value index scores the
+    thread below a checkpoint", "threads-by-value index missing from the thread's values"
   and the cursor (4 strings) goes on, nil when this walk is done.
 ]]
 -- @include keyschema
@@ -95,6 +97,9 @@ local function visit(ns, at)
                 report("thread missing from a threads-by-value index", cp)
               elseif tonumber(score) < id_score(id) then
                 report("threads-by-value index scores the thread below a checkpoint", cp)
+              end
+              if redis.call("SISMEMBER", K.values, string.sub(suffix, 2)) == 0 then
+                report("threads-by-value index missing from the thread's values", cp)
               end
             elseif not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
               report("checkpoint without its metadata index entry", cp)
@@ -185,6 +190,7 @@ if ARGV[3] == "ns" then
     reach(KEYS[1])
     reach(KEYS[2])
     reach(K.ttl)
+    reach(K.values)
   end
   next_cursor = walk_namespaces(KEYS[1], cursor, visit)
 else

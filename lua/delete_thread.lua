@@ -23,10 +23,12 @@
 local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)
 local has_root, has_runs = redis.call("EXISTS", KEYS[1]) == 1, redis.call("EXISTS", KEYS[2]) == 1
-if has_root or has_runs then  -- runs may outlive the root's last namespace (expiry)
+local has_values = redis.call("EXISTS", K.values) == 1
+if has_root or has_runs or has_values then  -- runs may outlive the root's last namespace (expiry)
   local G = jobspace(prefix, tag, new_job(KEYS[3], "del"))
   if has_root then redis.call("RENAME", KEYS[1], G.part("th")) end
   if has_runs then redis.call("RENAME", KEYS[2], G.part("runs")) end
+  if has_values then redis.call("RENAME", K.values, G.part("tv")) end
 end
 redis.call("UNLINK", K.ttl)
 return reap(prefix, tag, tonumber(ARGV[3]))

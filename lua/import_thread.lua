@@ -11,7 +11,8 @@
   ARGV[3]  the saver's default ttl in seconds (0: none); the target's own setting wins
   ARGV[4]  "begin" | "chunk" | "publish"
   ARGV[5]  the copy's job number from "begin" ("0": the target exists, records go straight in)
-  ARGV[6..] ("chunk") the records, as export_thread.lua replies them
+  ARGV[6]  "1" when the store keeps global indexes (standalone servers), else "0"
+  ARGV[7..] ("chunk") the records, as export_thread.lua replies them
 
   Reply: "begin": the job number (0 when the target exists), or -1 when the target has
   garbage to reap first; "chunk": the number of checkpoints written; "publish": 0. "chunk"
@@ -63,7 +64,56 @@ end
 local ttl = thread_ttl(K, tonumber(ARGV[3]))
 local root_created = redis.call("EXISTS", root) == 0
 local written = 0
-local i = 6
+-- A copied record's global index entries are made as put_checkpoint makes them, from its
+-- metadata and the keys registered now, not taken from the source's ix: the source may have
+-- been written before an index was (a reindex running meanwhile would miss the copy).
+local registered = {}
+if ARGV[6] == "1" then
+  for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do registered[key] = true end
+end
+local function global_entries(source_ix, flat)
+  local ix, have = {}, {}
+  local function add(suffix)
+    if not have[suffix] then
+      have[suffix] = true
+      ix[#ix + 1] = suffix
+    end
+  end
+  for _, suffix in ipairs(split_refs(source_ix)) do  -- (the source's saver indexes them)
+    if string.byte(suffix, 1) ~= 47 then add(suffix) end
+  end
+  for j = 1, #flat, 2 do
+    local key = string.sub(flat[j], 1, 2) == "m:" and string.sub(flat[j], 3)
+    local canonical = flat[j + 1]
+    if key and registered[key] and canonical ~= "null" and #canonical <= 256 then
+      add(enc(key) .. ":" .. enc(canonical))
+    end
+    if key and thread_indexed(key, canonical) then add("/" .. enc(key) .. ":" .. enc(canonical)) end
+  end
+  return ix
+end
+-- A record's fields with ix set to `ix` (none when empty): where the source had it, else
+-- after bv, p and r, as put_checkpoint orders them.
+local function with_ix(flat, ix)
+  local out, after, placed = {}, 0, false
+  for j = 1, #flat, 2 do
+    if flat[j] ~= "ix" then
+      out[#out + 1] = flat[j]
+      out[#out + 1] = flat[j + 1]
+      if flat[j] == "bv" or flat[j] == "p" or flat[j] == "r" then after = #out end
+    elseif #ix > 0 then
+      out[#out + 1] = "ix"
+      out[#out + 1] = table.concat(ix, ",")
+      placed = true
+    end
+  end
+  if #ix > 0 and not placed then
+    table.insert(out, after + 1, table.concat(ix, ","))
+    table.insert(out, after + 1, "ix")
+  end
+  return out
+end
+local i = 7
 while i <= #ARGV do
   local kind, ns = ARGV[i], ARGV[i + 1]
   if kind == "b" then
@@ -118,6 +168,7 @@ while i <= #ARGV do
     end
     redis.call("DEL", key)
     local flat = {}  -- a checkpoint record's fields, written whole after the loop
+    local source_ix = false
     for j = 0, count - 1 do
       local field, value = ARGV[i + 4 + 2 * j], ARGV[i + 5 + 2 * j]
       if kind == "c" and field == "bv" then
@@ -129,7 +180,11 @@ while i <= #ARGV do
           if ttl > 0 and (left == -1 or left > ttl * 1000) then add_loose(K, ns, { base }, { left }) end
         end
       end
-      if kind == "c" then
+      if kind == "c" and field == "ix" then
+        source_ix = value  -- (its place kept: the copy's fields in the source's order)
+        flat[#flat + 1] = field
+        flat[#flat + 1] = false
+      elseif kind == "c" then
         flat[#flat + 1] = field
         flat[#flat + 1] = value
       else
@@ -143,21 +198,22 @@ while i <= #ARGV do
         redis.call("SADD", K.run(value), ns .. ":" .. id)
         keep_alive(runs, ttl, runs_created)
         keep_alive(K.run(value), ttl, run_created)
-      elseif kind == "c" and field == "ix" then
-        -- the copy joins the global metadata indexes the source checkpoint is in
-        for _, suffix in ipairs(split_refs(value)) do
-          if string.byte(suffix, 1) == 47 then  -- "/": the target's entry, by value
-            index_thread(K, string.sub(suffix, 2), id, ttl)
-          else
-            local index = K.metadata_index(suffix)
-            local created = redis.call("EXISTS", index) == 0
-            redis.call("ZADD", index, 0, K.member(ns, id))
-            keep_alive(index, ttl, created)
-          end
-        end
       end
     end
-    if kind == "c" then write_record(key, flat) end
+    if kind == "c" then
+      local ix = ARGV[6] == "1" and global_entries(source_ix, flat) or {}
+      for _, suffix in ipairs(ix) do
+        if string.byte(suffix, 1) == 47 then  -- "/": the target's entry, by value
+          index_thread(K, string.sub(suffix, 2), id, ttl)
+        else
+          local index = K.metadata_index(suffix)
+          local created = redis.call("EXISTS", index) == 0
+          redis.call("ZADD", index, 0, K.member(ns, id))
+          keep_alive(index, ttl, created)
+        end
+      end
+      write_record(key, with_ix(flat, ix))
+    end
     expire(key, ttl)
     local index = (kind == "c") and K.index(ns) or K.writes_index(ns)
     local index_created = redis.call("EXISTS", index) == 0

@@ -75,6 +75,17 @@ def listed(saver: RedisSaver, visited: list[str], **flt: Any) -> tuple[list[str]
     return got, sorted(set(visited))
 
 
+def forget_threads_by_value(client: redis.Redis, prefix: str) -> None:
+    """Make the store as an earlier version left it: no threads-by-value index, no "/"
+    entries in ix, nothing in the registry about them."""
+    for key in keys_of(client, f"{prefix}:tm:*") + keys_of(client, f"{prefix}:tv:*"):
+        client.delete(key)
+    client.hdel(KeySchema(prefix).metadata_keys(), THREADS_BY_VALUE)
+    for key in keys_of(client, f"{prefix}:cp:*"):
+        ix = record_of(client, key)["ix"].split(b",")
+        set_record_field(client, key, "ix", b",".join(e for e in ix if not e.startswith(b"/")))
+
+
 def test_a_filter_on_any_key_visits_only_the_threads_listed_under_its_value(
     saver: RedisSaver, visited: list[str]
 ) -> None:
@@ -132,15 +143,8 @@ def test_a_store_written_before_the_indexes_is_scanned_until_a_reindex(
 ) -> None:
     with RedisSaver(server_url, prefix=prefix) as writer:
         made = populate(writer)
-    # as an earlier version left the store: no threads-by-value index, no "/" entries in ix,
-    # nothing in the registry about them
     keys = KeySchema(prefix)
-    for key in keys_of(client, f"{prefix}:tm:*"):
-        client.delete(key)
-    client.hdel(keys.metadata_keys(), THREADS_BY_VALUE)
-    for key in keys_of(client, f"{prefix}:cp:*"):
-        ix = record_of(client, key)["ix"].split(b",")
-        set_record_field(client, key, "ix", b",".join(e for e in ix if not e.startswith(b"/")))
+    forget_threads_by_value(client, prefix)
     with RedisSaver(server_url, prefix=prefix) as saver:
         got, threads = listed(saver, visited, user_id="u3")
         assert got == expected(made, user_id="u3") and len(threads) == THREADS  # a scan
@@ -330,3 +334,71 @@ def test_the_checker_reports_a_score_below_a_checkpoint_and_a_missing_entry(
         ("thread missing from a threads-by-value index", second),
         ("threads-by-value index scores the thread below a checkpoint", second),
     ]
+
+
+# -- found by review: what a thread leaves behind, copies during a reindex -------------------
+
+
+def test_a_deleted_thread_leaves_no_index_of_values_only_gone_checkpoints_had(
+    server_url: str, client: redis.Redis, prefix: str
+) -> None:
+    """A value that only pruned, run-deleted or trimmed checkpoints had kept its index with
+    the deleted thread in it, forever: the thread's P:tv lists every index it is in."""
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        chain(saver, "pruned", [{"title": "first draft"}, {"title": "final"}])
+        saver.prune(["pruned"], strategy="keep_latest")
+        chain(saver, "runs", [{"user": "alice", "run_id": "r1"}, {"user": "bob", "run_id": "r2"}])
+        saver.delete_for_runs(["r1"])
+    with RedisSaver(server_url, prefix=prefix, keep_last=1) as saver:
+        chain(saver, "trimmed", [{"req": f"request-{i}"} for i in range(20)])
+        values = client.smembers(KeySchema(prefix).thread_values(KeySchema.tag("trimmed")))
+        assert len(values) == 20  # (still listed under the values of trimmed checkpoints)
+        assert saver.check_invariants() == []
+        for thread_id in ("pruned", "runs", "trimmed"):
+            saver.delete_thread(thread_id)
+    assert [k for k in data_keys(client, prefix) if k != f"{prefix}:mk"] == []
+
+
+def test_an_index_kept_persistent_by_a_deleted_thread_expires_with_the_others(
+    server_url: str, client: redis.Redis, prefix: str
+) -> None:
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}) as expiring:
+        chain(expiring, "a", [{"tenant": "acme"}])
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        chain(saver, "b", [{"tenant": "acme"}])  # no ttl: the index stops expiring
+        index = KeySchema(prefix).threads_with("tenant:%22acme%22")
+        assert client.ttl(index) == -1
+        saver.delete_thread("b")
+        assert 0 < client.ttl(index) <= 60  # a's remaining life
+        chain(saver, "c", [{"tenant": "acme"}])
+        saver.set_thread_ttl("c", 1)  # c and a both expire: so does the index
+        assert 0 < client.ttl(index) <= 60
+        advance_time(client, prefix, 61)
+    assert [k for k in data_keys(client, prefix) if k != f"{prefix}:mk"] == []
+
+
+def test_a_copy_made_while_a_reindex_runs_is_indexed_by_its_own_metadata(
+    server_url: str, prefix: str, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy took the source's ix as it was: a source not reindexed yet gave a target
+    outside the indexes, and the reindex (which scanned the threads before) never saw it."""
+    with RedisSaver(server_url, prefix=prefix) as writer:
+        chain(writer, "src", [{"tenant": "acme"}])
+    keys = KeySchema(prefix)
+    forget_threads_by_value(client, prefix)  # as an earlier version left the store
+    original = SaverCore._scan_thread_ids
+
+    def scan_then_copy(self: SaverCore) -> Any:
+        found = yield from original(self)
+        with RedisSaver(server_url, prefix=prefix) as app:  # an app copies meanwhile
+            app.copy_thread("src", "dst")
+        return found
+
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        monkeypatch.setattr(SaverCore, "_scan_thread_ids", scan_then_copy)
+        saver.reindex_metadata()
+        monkeypatch.setattr(SaverCore, "_scan_thread_ids", original)
+        assert client.hget(keys.metadata_keys(), THREADS_BY_VALUE) == b"ready"
+        found = saver.list(None, filter={"tenant": "acme"})
+        assert sorted(t.config["configurable"]["thread_id"] for t in found) == ["dst", "src"]
+        assert saver.check_invariants() == []

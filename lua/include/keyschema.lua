@@ -20,6 +20,9 @@ local function keyspace(prefix, tag)
   K.thread = prefix .. ":th:" .. tag
   K.runs = prefix .. ":runs:" .. tag
   K.ttl = prefix .. ":ttl:" .. tag
+  -- the threads-by-value indexes the thread is listed in (their suffixes), so that a delete
+  -- takes it out of every one, also of those only checkpoints gone before listed it
+  K.values = prefix .. ":tv:" .. tag
   -- garbage of an operation done in steps (delete, prune, copy) still to be reaped: while it
   -- exists, writers wait (they reply "REAPING" and the client reaps first)
   K.gc = prefix .. ":gc:" .. tag
@@ -40,6 +43,13 @@ local function keyspace(prefix, tag)
   -- whether another thread exists: its root, or its gc root (a copy not yet published)
   function K.thread_exists(other_tag)
     return redis.call("EXISTS", prefix .. ":th:" .. other_tag, prefix .. ":gc:" .. other_tag) > 0
+  end
+  -- how long another thread lives (PTTL of its root: -1 forever, -2 gone); a copy not yet
+  -- published may live forever
+  function K.thread_life(other_tag)
+    local left = redis.call("PTTL", prefix .. ":th:" .. other_tag)
+    if left == -2 and redis.call("EXISTS", prefix .. ":gc:" .. other_tag) == 1 then return -1 end
+    return left
   end
   K.tag = tag
   -- a checkpoint's member in a metadata index: its id first, so lexical order = time order
@@ -182,16 +192,6 @@ local function keep_alive(key, ttl, created, left)
   end
 end
 
--- Remove thread K.tag from the threads-by-value indexes listed in a record's ix field: for
--- a thread that goes whole (delete_thread), whose id must not stay listed under its values.
-local function unindex_thread(K, ix)
-  for _, suffix in ipairs(split_refs(ix)) do
-    if string.byte(suffix, 1) == 47 then  -- "/"
-      redis.call("ZREM", K.threads_with(string.sub(suffix, 2)), K.tag)
-    end
-  end
-end
-
 -- Which metadata values put their thread in a threads-by-value index, so that a global
 -- filter on any key (not only the indexed ones) visits only the threads that may match:
 -- JSON strings of at most 128 characters (user ids, assistant ids, tenants, ...), except
@@ -223,8 +223,9 @@ end
 -- Enter thread K.tag in the threads-by-value index of `suffix`, scored at least by checkpoint
 -- `id` (ZADD GT: a score only grows, so it stays an upper bound whatever is deleted), which
 -- then lives at least `ttl` seconds more (0: forever; expiries only grow, as the index is
--- shared). A new entry sweeps two others whose thread is gone (deleted or expired): the
--- index stays bounded.
+-- shared), and in the thread's K.values, which lives as long as the thread. A new entry
+-- sweeps two others whose thread is gone (expired; a delete takes its thread out): the index
+-- stays bounded.
 local function index_thread(K, suffix, id, ttl)
   local index = K.threads_with(suffix)
   local left = redis.call("PTTL", index)
@@ -236,6 +237,9 @@ local function index_thread(K, suffix, id, ttl)
     end
   end
   keep_alive(index, ttl, left == -2, left)
+  local values_created = is_new(K.values, ttl)
+  redis.call("SADD", K.values, suffix)
+  keep_alive(K.values, ttl, values_created)
 end
 
 -- Keep checkpoint `id` alive at least `ttl` seconds more (0: forever), with what it needs

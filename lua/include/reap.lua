@@ -66,7 +66,6 @@ local function unlink_checkpoint(K, bi, ns, id)
     redis.call("SADD", bi, unpack(refs, first, math.min(first + 3999, #refs)))
   end
   unindex_checkpoint(K, ns, id, fields[2])
-  unindex_thread(K, fields[2])
   redis.call("UNLINK", cp, K.writes(ns, id))
   return 4 + #refs
 end
@@ -77,6 +76,80 @@ local function take(set, count)
   local members = redis.call("SRANDMEMBER", set, count)
   if #members > 0 then redis.call("SREM", set, unpack(members)) end
   return members
+end
+
+-- A global index that several threads share: keep it alive at least `own` ms more (-1:
+-- forever; 0: this thread needs it no more), and no longer than its entries need. A
+-- persistent one may start to expire when its few members (at most 64) all name what
+-- expires: at the longest of their lives (entries of what is gone are removed with
+-- `remove`). `members(key)`: its members, nil when it has more than 64; `life(member)`: nil
+-- for this thread's own entry, else the PTTL of what the entry names. Returns the work done.
+local function settle_shared_index(key, own, members, life, remove)
+  local left = redis.call("PTTL", key)
+  if left == -2 then return 1 end
+  if own == -1 then
+    if left ~= -1 then redis.call("PERSIST", key) end
+    return 2
+  end
+  if left >= 0 then
+    if left < own then redis.call("EXPIRE", key, math.ceil(own / 1000)) end
+    return 2
+  end
+  local listed = members(key)
+  if not listed then return 2 end
+  local longest = own
+  for _, member in ipairs(listed) do
+    local other = life(member)
+    if other == -1 then return 2 + #listed end
+    if other == -2 then
+      redis.call(remove, key, member)
+    elseif other and other > longest then
+      longest = other
+    end
+  end
+  if longest > 0 then redis.call("EXPIRE", key, math.ceil(longest / 1000)) end
+  return 3 + #listed
+end
+
+-- A metadata index (members "<id>\0{T}:N": checkpoints).
+local function settle_metadata_index(prefix, tag, key, own)
+  return settle_shared_index(key, own, function()
+    local members = redis.call("ZRANGE", key, 0, 64)
+    return #members <= 64 and members or nil
+  end, function(member)
+    local id, member_tag, ns = parse_member(member)
+    if member_tag == tag then return nil end
+    return redis.call("PTTL", keyspace(prefix, member_tag).checkpoint(ns, id))
+  end, "ZREM")
+end
+
+-- A threads-by-value index (members: thread tags).
+local function settle_threads_index(K, key, own)
+  return settle_shared_index(key, own, function()
+    local members = redis.call("ZRANGE", key, 0, 64)
+    return #members <= 64 and members or nil
+  end, function(member)
+    if member == K.tag then return nil end
+    return K.thread_life(member)
+  end, "ZREM")
+end
+
+-- A thread that goes whole leaves the threads-by-value indexes it is listed in (`values`: its
+-- K.values, or a delete job's copy of it); an index that was persistent for its sake may
+-- then expire with the threads left in it. Returns the work done and whether all are left.
+local function leave_threads_indexes(K, values, budget)
+  local used = 0
+  while used < budget do
+    local suffixes = take(values, 50)
+    if #suffixes == 0 then return used, true end
+    for _, suffix in ipairs(suffixes) do
+      local index = K.threads_with(suffix)
+      redis.call("ZREM", index, K.tag)
+      used = used + 1 + settle_threads_index(K, index, 0)
+    end
+    used = used + 2
+  end
+  return used, false
 end
 
 -- Unlink every key of namespace ns, a chunk at a time. Returns the work done and whether the
@@ -123,6 +196,13 @@ local function reap_whole(K, prefix, tag, G, budget)
     if #runs == 0 then break end
     for _, run in ipairs(runs) do redis.call("UNLINK", K.run(run)) end  -- lazy-freed when big
     used = used + #runs + 2
+  end
+  -- (a delete renamed K.values away; a discarded copy wrote its target's own)
+  for _, values in ipairs({ G.part("tv"), K.values }) do
+    if used < budget then
+      local spent = leave_threads_indexes(K, values, budget - used)
+      used = used + spent
+    end
   end
   return used, used < budget
 end
@@ -384,51 +464,6 @@ local function reap_runs(K, prefix, tag, G, budget)
   return used, false
 end
 
--- set_thread_ttl: a persistent global index may also hold other threads' entries, which must
--- not start to expire; one whose few members (at most 64) are all this thread's, or entries
--- of what is gone, may follow it. `members`: its members, nil when it has more than 64;
--- `alive(member)`: nil for an entry of this thread, else whether what it names still exists
--- (an entry of what is gone is removed with `remove`).
-local function extend_shared_index(key, ttl, members, alive, remove)
-  local left = redis.call("PTTL", key)
-  if left == -2 then return end
-  if left >= 0 or ttl == 0 then
-    keep_alive(key, ttl, false, left)  -- only ever extends
-    return
-  end
-  local listed = members(key)
-  if not listed then return end
-  for _, member in ipairs(listed) do
-    local other_alive = alive(member)
-    if other_alive then return end
-    if other_alive == false then redis.call(remove, key, member) end
-  end
-  redis.call("EXPIRE", key, ttl)
-end
-
--- A metadata index (members "<id>\0{T}:N": checkpoints).
-local function extend_metadata_index(prefix, tag, key, ttl)
-  extend_shared_index(key, ttl, function()
-    local members = redis.call("ZRANGE", key, 0, 64)
-    return #members <= 64 and members or nil
-  end, function(member)
-    local id, member_tag, ns = parse_member(member)
-    if member_tag == tag then return nil end
-    return redis.call("EXISTS", keyspace(prefix, member_tag).checkpoint(ns, id)) == 1
-  end, "ZREM")
-end
-
--- A threads-by-value index (members: thread tags).
-local function extend_threads_index(K, key, ttl)
-  extend_shared_index(key, ttl, function()
-    local members = redis.call("ZRANGE", key, 0, 64)
-    return #members <= 64 and members or nil
-  end, function(member)
-    if member == K.tag then return nil end
-    return K.thread_exists(member)
-  end, "ZREM")
-end
-
 -- set_thread_ttl: every key of the thread gets the new expiry (0: none), namespace by
 -- namespace (G todo, a copy of the root taken when the job began), a chunk at a time.
 local function reap_ttl(K, prefix, tag, G, budget)
@@ -465,12 +500,12 @@ local function reap_ttl(K, prefix, tag, G, budget)
             or K.metadata_index(suffix)
           if not seen[index] then
             seen[index] = true
+            local own = ttl == 0 and -1 or ttl * 1000
             if by_value then
-              extend_threads_index(K, index, ttl)
+              used = used + settle_threads_index(K, index, own)
             else
-              extend_metadata_index(prefix, tag, index, ttl)
+              used = used + settle_metadata_index(prefix, tag, index, own)
             end
-            used = used + 3
           end
         end
         used = used + 2
@@ -505,6 +540,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
     if cursor == "0" then
       apply(K.runs)
       apply(K.thread)
+      apply(K.values)
       return used, true
     end
   end
@@ -542,7 +578,7 @@ local function reap(prefix, tag, budget)
     used = used + spent + 2
     if not done then return #jobs end
     -- the job's containers are empty by now (or hold nothing of value): drop them
-    for _, part in ipairs({ "th", "runs", "todo", "reap", "ns", "walk" }) do
+    for _, part in ipairs({ "th", "runs", "tv", "todo", "reap", "ns", "walk" }) do
       redis.call("UNLINK", G.part(part))
     end
     redis.call("UNLINK", G.state)

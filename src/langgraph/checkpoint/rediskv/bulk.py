@@ -140,7 +140,8 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
     target_keys = (keys.thread(tag), keys.runs(tag), keys.gc(tag))
 
     def target_call(mode: str, job: int, *records: Arg) -> ScriptCall:
-        args = (keys.prefix, tag, core.ttl_seconds, mode, job, *records)
+        global_index = "1" if core.global_index else "0"
+        args = (keys.prefix, tag, core.ttl_seconds, mode, job, global_index, *records)
         return ScriptCall("import_thread", target_keys, args)
 
     job = -1

@@ -38,6 +38,8 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
     P:run:{T}:R         SET    "N:<raw id>" of each checkpoint of run R (the run index)
     P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
+    P:tv:{T}            SET    the "K:V" of every threads-by-value index (P:tm) the thread is
+                               listed in, so that a delete takes it out of all of them
     P:slot:{T}          never written: declared by every script call on a cluster, so that a
                         call during a slot move is refused before it starts (TRYAGAIN)
     P:gc:{T}            SET    pending jobs "<kind>:<n>" of whole-thread operations done in
@@ -54,10 +56,11 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                "<raw id>\0{T}:N" scored 0 (lexical order = time order); the
                                checkpoint's ix field lists the "K:V" it is indexed under
                                (and "/K:V" for each threads-by-value index it put its thread in)
-    P:tm:K:V            SET    threads by metadata value, standalone servers only: the tags of
+    P:tm:K:V            ZSET   threads by metadata value, standalone servers only: the tags of
                                the threads that have (or had) a checkpoint whose metadata key K
                                has the canonical JSON value V, for the values that
-                               core.thread_indexed() takes (short strings of most keys)
+                               core.thread_indexed() takes (short strings of most keys), each
+                               scored at least core.id_score() of its checkpoints with it
     P:mk                HASH   the registry of indexed metadata keys: encoded K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
                                that had checkpoints: reads scan until a reindex completes it);
@@ -131,6 +134,10 @@ class KeySchema:
 
     def thread_ttl(self, tag: str) -> str:
         return f"{self.prefix}:ttl:{tag}"
+
+    def thread_values(self, tag: str) -> str:
+        """The threads-by-value indexes the thread is listed in (their suffixes)."""
+        return f"{self.prefix}:tv:{tag}"
 
     def gc(self, tag: str) -> str:
         """Root of the garbage a delete, prune or copy done in steps has still to reap."""
