@@ -9,8 +9,10 @@
   ARGV[1]  prefix P                 ARGV[2]  hash tag {T}
   ARGV[3]  namespace N (encoded)    ARGV[4]  checkpoint id (raw)
   ARGV[5]  parent checkpoint id (raw, "" for none)
-  ARGV[6]  checkpoint without channel values: "<type>\0<bytes>"
-  ARGV[7]  metadata: "<type>\0<bytes>"
+  ARGV[6]  the record's metadata filter fields "m:<key>" (canonical JSON), packed as the
+           record holds them (include/record.lua), in the order of the m pairs below
+  ARGV[7]  the record's fields md (metadata: "<type>\0<bytes>") and ck (the checkpoint
+           without channel values: "<type>\0<bytes>"), packed, in that order
   ARGV[8]  blob refs of every channel with a value, then ",," and those of the bases the
            values sent with this call were compressed against: "C:V,C:V,,C:V" (the script adds
            the bases of the shared blobs; see bv in include/keyschema.lua)
@@ -42,6 +44,9 @@
 -- @include record
 -- @include drop
 -- @include trim
+
+-- A global metadata index of up to this many members is not swept by puts.
+local SWEPT_INDEX_SIZE = 64
 
 local prefix, tag, ns, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local K = keyspace(prefix, tag)
@@ -189,17 +194,15 @@ for j = 0, nblobs - 1 do
   end
 end
 
--- the whole record in one SET (include/record.lua)
--- (the small fields first, which most readers want: they stop reading at the last of them)
-local fields = { "bv", bv }
-if ARGV[5] ~= "" then
-  fields[#fields + 1] = "p"
-  fields[#fields + 1] = ARGV[5]
-end
+-- the whole record in one SET (include/record.lua): the small fields first, which most
+-- readers want (they stop reading at the last of them): bv, p, r, ix, then the metadata's
+-- filter fields as the client packed them (ARGV[6]), df; then md and ck (packed by the
+-- client, ARGV[7]) and the pending writes of a record put again, by name
+local head = { pack_field("bv", bv) }
+if ARGV[5] ~= "" then head[#head + 1] = pack_field("p", ARGV[5]) end
 local run = ARGV[9]
 if run ~= "" then
-  fields[#fields + 1] = "r"
-  fields[#fields + 1] = run
+  head[#head + 1] = pack_field("r", run)
   local runs_created = is_new(K.runs, ttl)
   redis.call("SADD", K.runs, run)
   keep_alive(K.runs, ttl, runs_created)
@@ -220,20 +223,19 @@ if ARGV[11] ~= "-" then
   local suffixes, ix = {}, {}
   for j = 0, m - 1 do
     local key, canonical = string.sub(ARGV[meta_first + 2 * j], 3), ARGV[meta_first + 2 * j + 1]
-    if wanted[key] and canonical ~= "null" and #canonical <= 256 then
-      suffixes[#suffixes + 1] = enc(key) .. ":" .. enc(canonical)
-      ix[#ix + 1] = suffixes[#suffixes]
+    local indexed = wanted[key] and canonical ~= "null" and #canonical <= 256
+    local by_value = thread_indexed(key, canonical)
+    local suffix = (indexed or by_value) and enc(key) .. ":" .. enc(canonical)
+    if indexed then
+      suffixes[#suffixes + 1] = suffix
+      ix[#ix + 1] = suffix
     end
-    if thread_indexed(key, canonical) then
-      local suffix = enc(key) .. ":" .. enc(canonical)
+    if by_value then
       index_thread(K, suffix, id, ttl)
       ix[#ix + 1] = "/" .. suffix
     end
   end
-  if #ix > 0 then
-    fields[#fields + 1] = "ix"
-    fields[#fields + 1] = table.concat(ix, ",")
-  end
+  if #ix > 0 then head[#head + 1] = pack_field("ix", table.concat(ix, ",")) end
   if #suffixes > 0 then
     local member = K.member(ns, id)
     local function gone(other)
@@ -246,34 +248,31 @@ if ARGV[11] ~= "-" then
       local created = is_new(index, ttl)
       redis.call("ZADD", index, 0, member)
       keep_alive(index, ttl, created)
-      sweep_index(index, gone, 2)
+      -- a small index (a run's: a few checkpoints) is not swept: its dead members are few,
+      -- readers skip them, and it expires whole with its checkpoints
+      if redis.call("ZCARD", index) > SWEPT_INDEX_SIZE then sweep_index(index, gone, 2) end
     end
   end
 end
 
-local counters = nil
-for j = 0, m - 1 do
-  fields[#fields + 1] = ARGV[meta_first + 2 * j]
-  fields[#fields + 1] = ARGV[meta_first + 2 * j + 1]
-  if ARGV[meta_first + 2 * j] == "m:counters_since_delta_snapshot" then
-    counters = ARGV[meta_first + 2 * j + 1]
-  end
-end
+head[#head + 1] = ARGV[6]
 if keep > 0 then
-  fields[#fields + 1] = "df"
-  fields[#fields + 1] = delta_seeds(K, ns, ARGV[5], counters, value_refs(bv))
-end
-fields[#fields + 1] = "md"
-fields[#fields + 1] = ARGV[7]
-fields[#fields + 1] = "ck"
-fields[#fields + 1] = ARGV[6]
-for name, value in pairs(replaced) do
-  if is_write_field(name) then
-    fields[#fields + 1] = name
-    fields[#fields + 1] = value
+  local counters = nil
+  for j = 0, m - 1 do
+    if ARGV[meta_first + 2 * j] == "m:counters_since_delta_snapshot" then
+      counters = ARGV[meta_first + 2 * j + 1]
+    end
   end
+  head[#head + 1] = pack_field("df", delta_seeds(K, ns, ARGV[5], counters, value_refs(bv)))
 end
-write_record(cp, fields)  -- (over a record put before, of either layout)
+head[#head + 1] = ARGV[7]
+local writes = {}
+for name in pairs(replaced) do
+  if is_write_field(name) then writes[#writes + 1] = name end
+end
+table.sort(writes)
+for _, name in ipairs(writes) do head[#head + 1] = pack_field(name, replaced[name]) end
+redis.call("SET", cp, table.concat(head))  -- (over a record put before, of either layout)
 expire(cp, ttl)
 if ttl > 0 then
   -- its pending writes (kept when a record is put again, or stored before it) expire with

@@ -53,6 +53,7 @@ from .keys import (
     decode_part,
     encode_part,
     metadata_index_suffix,
+    pack_fields,
 )
 from .settings import TTLSettings
 
@@ -482,8 +483,14 @@ class SaverCore:
         run_id = full_metadata.get("run_id")
 
         meta_args: list[Arg] = [len(full_metadata)]
+        filter_fields: list[tuple[bytes, bytes]] = []
         for key, value in full_metadata.items():
-            meta_args += [f"m:{key}", self.canonical(value)]
+            name, canonical_value = f"m:{key}", self.canonical(value)
+            meta_args += [name, canonical_value]
+            filter_fields.append((name.encode(), canonical_value.encode()))
+        # the record's fields the script does not decide, packed here (see put_checkpoint.lua)
+        packed_filters = pack_fields(filter_fields)
+        packed_large = pack_fields([(b"md", stored_metadata), (b"ck", stored_checkpoint)])
         written: set[str] = set()  # channels whose value goes out with the call
         # channels whose values go out in full: their base is gone or changed, or they are
         # stored again (a blob written anew is full: records sharing it may not list a base)
@@ -523,8 +530,8 @@ class SaverCore:
                     ns_enc,
                     checkpoint_id,
                     parent_id,
-                    stored_checkpoint,
-                    stored_metadata,
+                    packed_filters,
+                    packed_large,
                     ",".join(ref_of.values()) + ",," + ",".join(bases),
                     encode_part(str(run_id)) if run_id is not None else "",
                     self.ttl_seconds,

@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
 from urllib.parse import unquote_to_bytes
 
 _SAFE_BYTES = frozenset((string.ascii_letters + string.digits + "-._~").encode())
@@ -268,7 +269,9 @@ def pack_record(fields: dict[bytes, bytes]) -> bytes:
     (the large ones: ``md``, ``ck`` and the pending writes, ``w:<task id>:<idx>``)."""
     small = [name for name in fields if name not in _LARGE_RANK and not name.startswith(b"w:")]
     large = sorted(set(fields) - set(small), key=lambda name: (_LARGE_RANK.get(name, 3), name))
-    order = small + large
-    return b"".join(
-        b"%d:%d:%s%s" % (len(name), len(fields[name]), name, fields[name]) for name in order
-    )
+    return pack_fields((name, fields[name]) for name in small + large)
+
+
+def pack_fields(fields: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """Fields packed as a record holds them, in the order given."""
+    return b"".join(b"%d:%d:%s%s" % (len(name), len(value), name, value) for name, value in fields)
