@@ -12,44 +12,53 @@
   KEYS[1..n]  P:tm:<key>:<value>  threads-by-value indexes (ZSET of thread tags), one per value
 
   ARGV[1]  prefix P
-  ARGV[2]  the highest score to read ("inf" for the first chunk), inclusive
-  ARGV[3]  how many members at that score to skip (the previous chunk read them)
-  ARGV[4]  how many members of the smallest index to read
+  ARGV[2]  the highest score to read: "inf" for the first chunk, then "(<score>" (exclusive)
+  ARGV[3]  how many members to read at least (a chunk ends with every member of its last
+           score, so that the next one starts below it whatever changes meanwhile)
+  ARGV[4]  which index drives: 0 on the first call (the smallest is chosen), then the
+           number the first reply gave
 
   Reply: "BUILDING" when the indexes are not known to hold every thread (the store had
   checkpoints when they were registered, and no reindex has completed them since): the client
-  visits every thread instead. Else { last score read | false, members read at that score,
-  members read, tag, score, tag, score, ... }: of the members read from the smallest index,
-  those in every other index too, each with the least of its scores.
+  visits every thread instead. Else { driver, last score read | false, tag, score, tag,
+  score, ... }: the members read from the driving index that are in every other index too,
+  each with its score in the driving index (every matching checkpoint has that value, so the
+  score bounds them, and the scores come in order). false: the driving index has no more.
 ]]
 
 if redis.call("HGET", ARGV[1] .. ":mk", "\0threads") ~= "ready" then return "BUILDING" end
-local driver, smallest = 1, nil
-for j = 1, #KEYS do
-  local size = redis.call("ZCARD", KEYS[j])
-  if not smallest or size < smallest then driver, smallest = j, size end
-end
-local read = redis.call("ZREVRANGEBYSCORE", KEYS[driver], ARGV[2], "-inf", "WITHSCORES",
-  "LIMIT", ARGV[3], ARGV[4])
-if #read == 0 then return { false, 0, 0 } end
-local last = read[#read]
-local out = { last, 0, #read / 2 }
-for j = 1, #read, 2 do
-  local tag, score = read[j], read[j + 1]
-  if score == last then out[2] = out[2] + 1 end
-  for k = 1, #KEYS do
-    if k ~= driver and score then
-      local other = redis.call("ZSCORE", KEYS[k], tag)
-      if not other then
-        score = nil
-      elseif tonumber(other) < tonumber(score) then
-        score = other
-      end
-    end
+local driver = tonumber(ARGV[4])
+if driver == 0 then
+  local smallest
+  for j = 1, #KEYS do
+    local size = redis.call("ZCARD", KEYS[j])
+    if not smallest or size < smallest then driver, smallest = j, size end
   end
-  if score then
+end
+local count = tonumber(ARGV[3])
+local read = redis.call("ZREVRANGEBYSCORE", KEYS[driver], ARGV[2], "-inf", "WITHSCORES",
+  "LIMIT", 0, count)
+local last = false
+if #read == 2 * count then
+  -- a full chunk: its last score's members, all of them (ties may run past the chunk)
+  last = read[#read]
+  while #read > 0 and read[#read] == last do
+    read[#read] = nil
+    read[#read] = nil
+  end
+  for _, v in ipairs(redis.call("ZREVRANGEBYSCORE", KEYS[driver], last, last, "WITHSCORES")) do
+    read[#read + 1] = v
+  end
+end
+local out = { driver, last }
+for j = 1, #read, 2 do
+  local tag, in_all = read[j], true
+  for k = 1, #KEYS do
+    if k ~= driver and in_all and not redis.call("ZSCORE", KEYS[k], tag) then in_all = false end
+  end
+  if in_all then
     out[#out + 1] = tag
-    out[#out + 1] = score
+    out[#out + 1] = read[j + 1]
   end
 end
 return out

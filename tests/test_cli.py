@@ -336,8 +336,9 @@ def test_copy_delete_prune(cli: Cli, server_url: str, prefix: str, client: redis
         assert len(list(saver.list(config("alpha")))) == 1
         assert len(list(saver.list(config("alpha copy")))) == 6  # only the named thread
 
-        # the threads' keys: not the global metadata indexes, which prune leaves to the index
-        before = len(data_keys(client, prefix)) - len(keys_of(client, f"{prefix}:mi:*"))
+        # the threads' keys: not the global indexes (metadata, threads by value)
+        global_keys = keys_of(client, f"{prefix}:mi:*") + keys_of(client, f"{prefix}:tm:*")
+        before = len(data_keys(client, prefix)) - len(global_keys)
         removed = json_of(cli.run("prune", "--all", "--strategy", "delete_all", "--json"))
         assert removed == {
             "prefix": prefix,

@@ -1,7 +1,7 @@
 """Threads-by-value indexes (P:tm, standalone servers): list(None, filter) on a metadata key
 that no saver declared in index_metadata visits only the threads listed under the filter's
 values, with the same answers as a scan of every thread. Short string values of any key
-are listed (core.thread_indexed); numbers and LangGraph's source and step are not.
+are listed (core.thread_indexed), LangGraph's source too; numbers, step and run_id are not.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def test_the_indexes_expire_with_their_threads(
         assert [k for k in data_keys(client, prefix) if k != f"{prefix}:mk"] == []
 
 
-def test_numbers_and_long_values_and_langgraph_keys_are_not_listed(
+def test_numbers_long_values_step_and_run_id_are_not_listed(
     saver: RedisSaver, client: redis.Redis, prefix: str
 ) -> None:
     chain(
@@ -179,7 +179,20 @@ def test_numbers_and_long_values_and_langgraph_keys_are_not_listed(
         "t",
         [{"source": "loop", "step": 1, "run_id": "r", "n": 5, "long": "x" * 129, "ok": "y" * 128}],
     )
-    assert sorted(keys_of(client, f"{prefix}:tm:*")) == [f"{prefix}:tm:ok:%22{'y' * 128}%22"]
+    assert sorted(keys_of(client, f"{prefix}:tm:*")) == [
+        f"{prefix}:tm:ok:%22{'y' * 128}%22",
+        f"{prefix}:tm:source:%22loop%22",
+    ]
+
+
+def test_a_value_every_thread_has_answers_a_limit_from_the_newest_threads(
+    saver: RedisSaver, visited: list[str]
+) -> None:
+    for n in range(30):
+        put_with_ids(saver, f"t{n:02d}", [uuid_like(n, 0), uuid_like(n, 1)], {"source": "loop"})
+    got, threads = listed_limit(saver, visited, 3, source="loop")
+    assert got == [uuid_like(29, 1), uuid_like(29, 0), uuid_like(28, 1)]
+    assert threads == [f"t{n:02d}" for n in range(22, 30)]  # one group of 8
 
 
 def test_a_thread_given_its_own_expiry_takes_the_indexes_only_it_is_in_along(
@@ -402,3 +415,69 @@ def test_a_copy_made_while_a_reindex_runs_is_indexed_by_its_own_metadata(
         found = saver.list(None, filter={"tenant": "acme"})
         assert sorted(t.config["configurable"]["thread_id"] for t in found) == ["dst", "src"]
         assert saver.check_invariants() == []
+
+
+# -- found by a second review: several values, chunks and ties, a thread deleted by its runs --
+
+
+def score_id(score: int, n: int = 0) -> str:
+    """A UUID-like id whose score follows `score`."""
+    return f"{score:08x}-0000-6000-8000-{n:012x}"
+
+
+def put_one(saver: RedisSaver, thread_id: str, checkpoint_id: str, md: dict[str, Any]) -> None:
+    version = saver.get_next_version(None, None)
+    checkpoint = make_checkpoint({"n": 1}, {"n": version})
+    checkpoint["id"] = checkpoint_id
+    saver.put(cfg(thread_id), checkpoint, md, {"n": version})
+
+
+def test_several_values_follow_the_driving_index_s_scores(saver: RedisSaver) -> None:
+    """Each candidate came with the least of its scores, so the queue was not in order and
+    a limit stopped before the newest match."""
+    for k in range(8):  # newest checkpoints with a only; older ones with both
+        put_one(saver, f"T{k}", score_id(100 + k), {"a": "x"})
+        put_one(saver, f"T{k}", score_id(1 + k), {"a": "x", "b": "y"})
+    put_one(saver, "T8", score_id(50), {"a": "x"})
+    put_one(saver, "T8", score_id(5), {"a": "x", "b": "y"})
+    put_one(saver, "T9", score_id(40), {"a": "x", "b": "y"})
+    put_one(saver, "B1", score_id(200), {"b": "y"})
+    put_one(saver, "B2", score_id(201), {"b": "y"})
+    want = [score_id(40), *(score_id(s) for s in (8, 7, 6, 5, 5, 4, 3, 2, 1))]
+    assert all_ids(saver, a="x", b="y") == sorted(want, reverse=True)
+    for limit in (1, 2, 3):
+        got = [t.checkpoint["id"] for t in saver.list(None, filter={"a": "x", "b": "y"},
+                                                       limit=limit)]
+        assert got == sorted(want, reverse=True)[:limit]
+
+
+def test_chunks_end_on_a_whole_score_and_keep_their_driving_index(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks were paged by an offset among equal scores, and each chose the smallest index
+    anew: a thread that moved, or another index that became the smaller, made the next chunk
+    skip threads."""
+    monkeypatch.setattr(core_module, "CANDIDATE_CHUNK", 3)
+    put_one(saver, "newest", score_id(11), {"a": "x", "b": "y"})
+    for n in range(10):  # ten threads tied at one score
+        put_one(saver, f"tied{n}", score_id(10, n), {"a": "x", "b": "y"})
+    put_one(saver, "b-only", score_id(1), {"b": "y"})  # b's index is the larger one
+    listing = saver.list(None, filter={"a": "x", "b": "y"})
+    assert next(listing).checkpoint["id"] == score_id(11)
+    # meanwhile: a tied thread already read (tags tie in reverse order) moves up, and a's
+    # index becomes the larger
+    put_one(saver, "tied9", score_id(12), {"a": "x", "b": "y"})
+    for n in range(3):
+        put_one(saver, f"a-only{n}", score_id(2), {"a": "x"})
+    rest = [t.checkpoint["id"] for t in listing]
+    assert sorted(rest, reverse=True) == rest
+    assert set(rest) >= {score_id(10, n) for n in range(10)}
+
+
+def test_a_thread_whose_runs_took_every_checkpoint_leaves_the_indexes(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    put_one(saver, "solo", score_id(5), {"a": "x", "run_id": "r1"})
+    saver.delete_for_runs(["r1"])
+    assert saver.get_tuple(cfg("solo")) is None
+    assert [k for k in data_keys(client, prefix) if k != f"{prefix}:mk"] == []

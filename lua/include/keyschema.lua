@@ -194,11 +194,12 @@ end
 
 -- Which metadata values put their thread in a threads-by-value index, so that a global
 -- filter on any key (not only the indexed ones) visits only the threads that may match:
--- JSON strings of at most 128 characters (user ids, assistant ids, tenants, ...), except
--- for LangGraph's keys with few values (source) or one per checkpoint (step) and run_id,
--- which has a metadata index of its own by default. Numbers are left out: most are
--- counters, one entry per checkpoint. The same rule: core.py's thread_indexed().
-local THREAD_INDEX_SKIPS = { source = true, step = true, run_id = true }
+-- JSON strings of at most 128 characters (user ids, assistant ids, tenants, LangGraph's
+-- source: a value of every thread still answers a limit newest first), except for run_id,
+-- which has a metadata index of its own by default, and LangGraph's step, a number anyway.
+-- Numbers are left out: most are counters, which would list a thread under a value per
+-- checkpoint. The same rule: core.py's thread_indexed().
+local THREAD_INDEX_SKIPS = { step = true, run_id = true }
 local function thread_indexed(key, canonical)
   return not THREAD_INDEX_SKIPS[key] and string.byte(canonical, 1) == 34 and #canonical <= 130
 end
@@ -240,6 +241,62 @@ local function index_thread(K, suffix, id, ttl)
   local values_created = is_new(K.values, ttl)
   redis.call("SADD", K.values, suffix)
   keep_alive(K.values, ttl, values_created)
+end
+
+-- A global index that several threads share: keep it alive at least `own` ms more (-1:
+-- forever; 0: this thread needs it no more), and no longer than its entries need. A
+-- persistent one may start to expire when its few members (at most 64) all name what
+-- expires: at the longest of their lives (entries of what is gone are removed with
+-- `remove`). `members(key)`: its members, nil when it has more than 64; `life(member)`: nil
+-- for this thread's own entry, else the PTTL of what the entry names. Returns the work done.
+local function settle_shared_index(key, own, members, life, remove)
+  local left = redis.call("PTTL", key)
+  if left == -2 then return 1 end
+  if own == -1 then
+    if left ~= -1 then redis.call("PERSIST", key) end
+    return 2
+  end
+  if left >= 0 then
+    if left < own then redis.call("EXPIRE", key, math.ceil(own / 1000)) end
+    return 2
+  end
+  local listed = members(key)
+  if not listed then return 2 end
+  local longest = own
+  for _, member in ipairs(listed) do
+    local other = life(member)
+    if other == -1 then return 2 + #listed end
+    if other == -2 then
+      redis.call(remove, key, member)
+    elseif other and other > longest then
+      longest = other
+    end
+  end
+  if longest > 0 then redis.call("EXPIRE", key, math.ceil(longest / 1000)) end
+  return 3 + #listed
+end
+
+-- A metadata index (members "<id>\0{T}:N": checkpoints).
+local function settle_metadata_index(prefix, tag, key, own)
+  return settle_shared_index(key, own, function()
+    local members = redis.call("ZRANGE", key, 0, 64)
+    return #members <= 64 and members or nil
+  end, function(member)
+    local id, member_tag, ns = parse_member(member)
+    if member_tag == tag then return nil end
+    return redis.call("PTTL", keyspace(prefix, member_tag).checkpoint(ns, id))
+  end, "ZREM")
+end
+
+-- A threads-by-value index (members: thread tags).
+local function settle_threads_index(K, key, own)
+  return settle_shared_index(key, own, function()
+    local members = redis.call("ZRANGE", key, 0, 64)
+    return #members <= 64 and members or nil
+  end, function(member)
+    if member == K.tag then return nil end
+    return K.thread_life(member)
+  end, "ZREM")
 end
 
 -- Keep checkpoint `id` alive at least `ttl` seconds more (0: forever), with what it needs

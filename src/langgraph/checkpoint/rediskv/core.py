@@ -64,8 +64,9 @@ Arg = str | bytes | int
 # and at most this many ids examined per call while a filter rejects them (about 10 ms of
 # server time; see benchmarks/server_time.py).
 LIST_PAGE = 100
-# threads-by-value candidates read per call, and visited per round trip at the least
-CANDIDATE_CHUNK = 256
+# threads-by-value candidates read per call (a value of fewer threads is read whole, at
+# once), and visited per round trip at the least
+CANDIDATE_CHUNK = 10_000
 CANDIDATE_GROUP = 8
 LIST_SCAN_BUDGET = 1000
 # A thread with more namespaces than this is listed in chunks of them, merged by the client,
@@ -82,10 +83,10 @@ MAX_INDEXED_VALUE = 256
 _UNSELECTIVE = frozenset({"source", "step"})
 # Threads-by-value indexes (P:tm, standalone servers): every thread that has a checkpoint with
 # a metadata value that thread_indexed() takes is listed under it, so that list(None, filter)
-# on any key visits only the threads that may match, with no option to set. Keys left out:
-# LangGraph's with few values (source) or one per checkpoint (step), and run_id (indexed per
-# checkpoint by default). The same rule: thread_indexed() in lua/include/keyschema.lua.
-THREAD_INDEX_SKIPS = frozenset({"source", "step", "run_id"})
+# on any key visits only the threads that may match, newest first, with no option to set.
+# Keys left out: run_id (indexed per checkpoint by default) and LangGraph's step (a number
+# anyway). The same rule: thread_indexed() in lua/include/keyschema.lua.
+THREAD_INDEX_SKIPS = frozenset({"step", "run_id"})
 MAX_THREAD_INDEXED = 130  # canonical JSON: a string of up to 128 characters
 # SCAN COUNT hint, and how many per-thread script calls go into one pipeline.
 SCAN_COUNT = 1000
@@ -792,18 +793,17 @@ class SaverCore:
         reply = yield ScriptCall(
             "list_thread_candidates",
             candidates.indexes,
-            (self.keys.prefix, candidates.max_score, candidates.skip, CANDIDATE_CHUNK),
+            (self.keys.prefix, candidates.max_score, CANDIDATE_CHUNK, candidates.driver),
         )
         if reply == b"BUILDING":  # (only ever the first reply: an index once ready stays so)
             candidates.done = True
             return False
-        last, at_last, read = reply[0], int(reply[1]), int(reply[2])
-        if last is not None:
-            # members at the same score go on where this chunk stopped
-            candidates.skip = (candidates.skip if last == candidates.max_score else 0) + at_last
-            candidates.max_score = last
-        candidates.done = read < CANDIDATE_CHUNK
-        for tag, score in zip(reply[3::2], reply[4::2], strict=True):
+        candidates.driver = int(reply[0])
+        last = reply[1]
+        candidates.done = last is None
+        if last is not None:  # the next chunk starts below this score
+            candidates.max_score = b"(" + last
+        for tag, score in zip(reply[2::2], reply[3::2], strict=True):
             if tag not in candidates.seen:  # (a thread deleted and written again meanwhile)
                 candidates.seen.add(tag)
                 candidates.queue.append((self.keys.thread_from_tag(tag.decode()), float(score)))
@@ -1097,8 +1097,8 @@ class _Candidates:
     threads read but not visited yet, newest first, with their scores."""
 
     indexes: tuple[str, ...]
-    max_score: bytes = b"inf"  # the next chunk starts at this score (inclusive)
-    skip: int = 0  # ... after this many members at it
+    max_score: bytes = b"inf"  # where the next chunk starts ("(<score>": below it)
+    driver: int = 0  # the index whose order the chunks follow (0: not chosen yet)
     done: bool = False
     queue: deque[tuple[str, float]] = dataclasses.field(default_factory=deque)
     seen: set[bytes] = dataclasses.field(default_factory=set)

@@ -158,7 +158,7 @@ def _blob_key(schema: KeySchema, tag: str, ns: str, ref: str) -> str:
 
 def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
     """Every key the thread's root and indexes lead to, kept if it exists: the root, runs,
-    ttl and gc keys; per namespace its indexes, checkpoints, writes and the blobs the
+    ttl, values (P:tv) and gc keys; per namespace its indexes, checkpoints, writes and the blobs the
     checkpoints' ``bv`` fields name; the run indexes. Costs what the thread holds (every
     record is read whole)."""
     client, schema = saver.client, KeySchema(saver.prefix)
@@ -168,6 +168,7 @@ def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
         schema.thread(tag),
         schema.runs(tag),
         schema.thread_ttl(tag),
+        schema.thread_values(tag),
         schema.gc(tag),
     ]
     runs = client.smembers(schema.runs(tag))
