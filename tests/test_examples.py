@@ -46,7 +46,7 @@ def test_fastapi_chat_backend(chat_app: object, prefix: str, client: object) -> 
             "content": "echo #1: other thread",
         }
     keys = data_keys(client, prefix)  # type: ignore[arg-type]
-    thread_keys = [k for k in keys if ":mi:" not in k]  # not the global metadata indexes
+    thread_keys = [k for k in keys if ":mi:" not in k and ":tm:" not in k]  # not global
     assert thread_keys and all("{bob}" in k for k in thread_keys)
 
 

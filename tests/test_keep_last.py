@@ -50,7 +50,7 @@ def expected_keys(saver: RedisSaver, thread_id: str, kept: list[str], ns: str = 
     in its record) remain."""
     keys = saver._core.keys
     tag = keys.tag(thread_id)
-    out = {keys.thread(tag), keys.index(tag, ns)}
+    out = {keys.thread(tag), keys.index(tag, ns), keys.thread_values(tag)}
     for checkpoint_id in kept:
         out.add(keys.checkpoint(tag, ns, checkpoint_id))
         tup = saver.get_tuple(cfg(thread_id, ns, checkpoint_id))

@@ -175,9 +175,12 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
         )
         keys = keys_of(client, KeySchema(saver.prefix).thread_keys_pattern(thread_id))
         kinds = sorted({k.split(":")[1] for k in keys})
-        assert kinds == ["blob", "cp", "idx", "th", "w", "wi"]
+        assert kinds == ["blob", "cp", "idx", "th", "tv", "w", "wi"]
         assert len({key_slot(k.encode()) for k in keys}) == 1
     # and every key under the prefix belongs to one of those threads (no run_id: no global
-    # metadata index entry with the default index_metadata)
+    # metadata index entry with the default index_metadata), but for the threads-by-value
+    # list of source "input", which they share
     assert [k for k in keys_of(client, f"{saver.prefix}:*") if ":mi:" in k] == []
-    assert len(data_keys(client, saver.prefix)) == 3 * 6  # and the registry P:mk
+    shared = [f"{saver.prefix}:tm:source:%22input%22"]
+    assert keys_of(client, f"{saver.prefix}:tm:*") == shared
+    assert len(data_keys(client, saver.prefix)) == 3 * 7 + 1  # and the registry P:mk

@@ -67,7 +67,7 @@ def test_every_key_written_carries_an_expiry(
         saver.copy_thread("t", "copy")
         ttls = {k: client.ttl(k) for k in data_keys(client, prefix)}
     kinds = {k.split(":")[1] for k in ttls}
-    assert kinds == {"th", "idx", "cp", "w", "wi", "blob", "runs", "run", "mi"}
+    assert kinds == {"th", "idx", "cp", "w", "wi", "blob", "runs", "run", "mi", "tm", "tv"}
     assert all(0 < ttl <= 30 for ttl in ttls.values()), ttls
 
 
