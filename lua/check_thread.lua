@@ -91,14 +91,15 @@ local function visit(ns, at)
             end
           end
           for _, suffix in ipairs(split_refs(fields[2])) do
-            if string.byte(suffix, 1) == 47 then  -- "/": the thread, by value
-              local score = redis.call("ZSCORE", K.threads_with(string.sub(suffix, 2)), tag)
+            local by_value = by_value_suffix(suffix)
+            if by_value then
+              local score = redis.call("ZSCORE", K.threads_with(by_value), tag)
               if not score then
                 report("thread missing from a threads-by-value index", cp)
               elseif tonumber(score) < id_score(id) then
                 report("threads-by-value index scores the thread below a checkpoint", cp)
               end
-              if redis.call("SISMEMBER", K.values, string.sub(suffix, 2)) == 0 then
+              if redis.call("SISMEMBER", K.values, by_value) == 0 then
                 report("threads-by-value index missing from the thread's values", cp)
               end
             elseif not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then

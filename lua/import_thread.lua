@@ -80,15 +80,14 @@ local function global_entries(source_ix, flat)
     end
   end
   for _, suffix in ipairs(split_refs(source_ix)) do  -- (the source's saver indexes them)
-    if string.byte(suffix, 1) ~= 47 then add(suffix) end
+    if not by_value_suffix(suffix) then add(suffix) end
   end
   for j = 1, #flat, 2 do
-    local key = string.sub(flat[j], 1, 2) == "m:" and string.sub(flat[j], 3)
-    local canonical = flat[j + 1]
-    if key and registered[key] and canonical ~= "null" and #canonical <= 256 then
-      add(enc(key) .. ":" .. enc(canonical))
+    if string.sub(flat[j], 1, 2) == "m:" then
+      local indexed, by_value = metadata_entries(string.sub(flat[j], 3), flat[j + 1], registered)
+      if indexed then add(indexed) end
+      if by_value then add(by_value) end
     end
-    if key and thread_indexed(key, canonical) then add("/" .. enc(key) .. ":" .. enc(canonical)) end
   end
   return ix
 end
@@ -203,8 +202,9 @@ while i <= #ARGV do
     if kind == "c" then
       local ix = ARGV[6] == "1" and global_entries(source_ix, flat) or {}
       for _, suffix in ipairs(ix) do
-        if string.byte(suffix, 1) == 47 then  -- "/": the target's entry, by value
-          index_thread(K, string.sub(suffix, 2), id, ttl)
+        local by_value = by_value_suffix(suffix)
+        if by_value then  -- the target's entry
+          index_thread(K, by_value, id, ttl)
         else
           local index = K.metadata_index(suffix)
           local created = redis.call("EXISTS", index) == 0

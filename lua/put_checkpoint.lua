@@ -222,17 +222,15 @@ if ARGV[11] ~= "-" then
   for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[key] = true end
   local suffixes, ix = {}, {}
   for j = 0, m - 1 do
-    local key, canonical = string.sub(ARGV[meta_first + 2 * j], 3), ARGV[meta_first + 2 * j + 1]
-    local indexed = wanted[key] and canonical ~= "null" and #canonical <= 256
-    local by_value = thread_indexed(key, canonical)
-    local suffix = (indexed or by_value) and enc(key) .. ":" .. enc(canonical)
+    local indexed, by_value = metadata_entries(string.sub(ARGV[meta_first + 2 * j], 3),
+      ARGV[meta_first + 2 * j + 1], wanted)
     if indexed then
-      suffixes[#suffixes + 1] = suffix
-      ix[#ix + 1] = suffix
+      suffixes[#suffixes + 1] = indexed
+      ix[#ix + 1] = indexed
     end
     if by_value then
-      index_thread(K, suffix, id, ttl)
-      ix[#ix + 1] = "/" .. suffix
+      index_thread(K, by_value_suffix(by_value), id, ttl)
+      ix[#ix + 1] = by_value
     end
   end
   if #ix > 0 then head[#head + 1] = pack_field("ix", table.concat(ix, ",")) end

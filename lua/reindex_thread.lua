@@ -3,7 +3,8 @@
   reindex_thread: add a stretch of one thread's checkpoints to the global metadata indexes of
   every key in the registry P:mk, and the thread to the threads-by-value indexes of their
   metadata values (standalone servers), for checkpoints written before the key was
-  registered, or by a version without threads-by-value indexes. Bounded: at most ARGV[5] checkpoints per call; the reply says where to go on.
+  registered, or by a version without threads-by-value indexes. Bounded: at most ARGV[5]
+  checkpoints per call; the reply says where to go on.
 
   KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
 
@@ -21,7 +22,8 @@
 local prefix = ARGV[1]
 local K = keyspace(prefix, ARGV[2])
 local step = tonumber(ARGV[5])
-local keys = redis.call("HKEYS", prefix .. ":mk")
+local registered = {}
+for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do registered[key] = true end
 
 local namespaces = redis.call("SMEMBERS", KEYS[1])
 table.sort(namespaces)
@@ -45,26 +47,19 @@ for _, ns in ipairs(namespaces) do
           have[suffix] = true
           added = added + 1
         end
-        for _, key in ipairs(keys) do
-          local canonical = rec["m:" .. key]
-          if canonical and canonical ~= "null" and #canonical <= 256 then
-            local suffix = enc(key) .. ":" .. enc(canonical)
-            if not have[suffix] then
-              local index = K.metadata_index(suffix)
+        for name, canonical in pairs(rec) do
+          if string.sub(name, 1, 2) == "m:" then
+            local indexed, by_value = metadata_entries(string.sub(name, 3), canonical, registered)
+            if indexed and not have[indexed] then
+              local index = K.metadata_index(indexed)
               local created = redis.call("EXISTS", index) == 0
               redis.call("ZADD", index, 0, K.member(ns, id))
               keep_alive(index, life, created)
-              add(suffix)
+              add(indexed)
             end
-          end
-        end
-        for name, canonical in pairs(rec) do
-          local key = string.sub(name, 1, 2) == "m:" and string.sub(name, 3)
-          if key and thread_indexed(key, canonical) then
-            local suffix = enc(key) .. ":" .. enc(canonical)
-            if not have["/" .. suffix] then
-              index_thread(K, suffix, id, life)
-              add("/" .. suffix)
+            if by_value and not have[by_value] then
+              index_thread(K, by_value_suffix(by_value), id, life)
+              add(by_value)
             end
           end
         end

@@ -37,11 +37,7 @@ local function forget_empty_namespace(K, ns)
       for _, run in ipairs(redis.call("SMEMBERS", K.runs)) do redis.call("UNLINK", K.run(run)) end
       redis.call("UNLINK", K.runs)
       -- and it leaves the threads-by-value indexes (as a delete does: reap.lua)
-      for _, suffix in ipairs(redis.call("SMEMBERS", K.values)) do
-        local index = K.threads_with(suffix)
-        redis.call("ZREM", index, K.tag)
-        settle_threads_index(K, index, 0)
-      end
+      for _, suffix in ipairs(redis.call("SMEMBERS", K.values)) do leave_threads_index(K, suffix) end
       redis.call("UNLINK", K.values)
     end
   end

@@ -204,6 +204,26 @@ local function thread_indexed(key, canonical)
   return not THREAD_INDEX_SKIPS[key] and string.byte(canonical, 1) == 34 and #canonical <= 130
 end
 
+-- A record's ix field lists the global indexes its checkpoint is in: "<suffix>" for a
+-- metadata index (K.metadata_index), "/<suffix>" for a threads-by-value index
+-- (K.threads_with; enc() never leaves a "/", so the two cannot be confused).
+-- The suffix of an entry of a threads-by-value index, nil for a metadata index's.
+local function by_value_suffix(entry)
+  if string.byte(entry, 1) == 47 then return string.sub(entry, 2) end  -- "/"
+  return nil
+end
+
+-- The ix entries a metadata value (key raw, canonical JSON) gives its checkpoint: that of the
+-- metadata index when `registered[key]`, that of the threads-by-value index when
+-- thread_indexed() takes it; nil for either it does not get. (put, copy and reindex alike.)
+local function metadata_entries(key, canonical, registered)
+  local indexed = registered[key] and canonical ~= "null" and #canonical <= 256
+  local by_value = thread_indexed(key, canonical)
+  if not indexed and not by_value then return nil, nil end
+  local suffix = enc(key) .. ":" .. enc(canonical)
+  return indexed and suffix or nil, by_value and "/" .. suffix or nil
+end
+
 -- A thread's score in a threads-by-value index: at least id_score() of each of its
 -- checkpoints with the value, so that a reader can visit the threads newest first and stop
 -- early. For an id that starts like a lowercase UUID ("1f0b2c3d-4e5f-6..."; LangGraph's are
@@ -243,13 +263,13 @@ local function index_thread(K, suffix, id, ttl)
   keep_alive(K.values, ttl, values_created)
 end
 
--- A global index that several threads share: keep it alive at least `own` ms more (-1:
--- forever; 0: this thread needs it no more), and no longer than its entries need. A
+-- A global index that several threads share (a ZSET): keep it alive at least `own` ms more
+-- (-1: forever; 0: this thread needs it no more), and no longer than its entries need. A
 -- persistent one may start to expire when its few members (at most 64) all name what
--- expires: at the longest of their lives (entries of what is gone are removed with
--- `remove`). `members(key)`: its members, nil when it has more than 64; `life(member)`: nil
--- for this thread's own entry, else the PTTL of what the entry names. Returns the work done.
-local function settle_shared_index(key, own, members, life, remove)
+-- expires: at the longest of their lives (entries of what is gone are removed).
+-- `life(member)`: nil for this thread's own entry, else the PTTL of what the entry names.
+-- Returns the work done.
+local function settle_shared_index(key, own, life)
   local left = redis.call("PTTL", key)
   if left == -2 then return 1 end
   if own == -1 then
@@ -260,14 +280,14 @@ local function settle_shared_index(key, own, members, life, remove)
     if left < own then redis.call("EXPIRE", key, math.ceil(own / 1000)) end
     return 2
   end
-  local listed = members(key)
-  if not listed then return 2 end
+  local listed = redis.call("ZRANGE", key, 0, 64)
+  if #listed > 64 then return 2 end
   local longest = own
   for _, member in ipairs(listed) do
     local other = life(member)
     if other == -1 then return 2 + #listed end
     if other == -2 then
-      redis.call(remove, key, member)
+      redis.call("ZREM", key, member)
     elseif other and other > longest then
       longest = other
     end
@@ -278,25 +298,27 @@ end
 
 -- A metadata index (members "<id>\0{T}:N": checkpoints).
 local function settle_metadata_index(prefix, tag, key, own)
-  return settle_shared_index(key, own, function()
-    local members = redis.call("ZRANGE", key, 0, 64)
-    return #members <= 64 and members or nil
-  end, function(member)
+  return settle_shared_index(key, own, function(member)
     local id, member_tag, ns = parse_member(member)
     if member_tag == tag then return nil end
     return redis.call("PTTL", keyspace(prefix, member_tag).checkpoint(ns, id))
-  end, "ZREM")
+  end)
 end
 
 -- A threads-by-value index (members: thread tags).
 local function settle_threads_index(K, key, own)
-  return settle_shared_index(key, own, function()
-    local members = redis.call("ZRANGE", key, 0, 64)
-    return #members <= 64 and members or nil
-  end, function(member)
+  return settle_shared_index(key, own, function(member)
     if member == K.tag then return nil end
     return K.thread_life(member)
-  end, "ZREM")
+  end)
+end
+
+-- Take thread K.tag out of the threads-by-value index of `suffix` (it goes whole, or has no
+-- checkpoint left); the index may then expire with the threads left in it. Returns the work.
+local function leave_threads_index(K, suffix)
+  local index = K.threads_with(suffix)
+  redis.call("ZREM", index, K.tag)
+  return 1 + settle_threads_index(K, index, 0)
 end
 
 -- Keep checkpoint `id` alive at least `ttl` seconds more (0: forever), with what it needs
@@ -317,8 +339,9 @@ local function keep_checkpoint_alive(K, ns, id, ttl, bv, run, ix, left)
     keep_alive(K.runs, ttl, false)
   end
   for _, suffix in ipairs(split_refs(ix)) do
-    if string.byte(suffix, 1) == 47 then  -- "/": its thread's entry, made again if gone
-      index_thread(K, string.sub(suffix, 2), id, ttl)
+    local listed = by_value_suffix(suffix)
+    if listed then  -- its thread's entry, made again if gone
+      index_thread(K, listed, id, ttl)
     else
       local index = K.metadata_index(suffix)
       local index_left = redis.call("PTTL", index)
@@ -356,10 +379,6 @@ local function sweep_index(key, is_dead, samples)
   end
 end
 
--- A record's ix field lists the global indexes its checkpoint is in: "<suffix>" for a
--- metadata index (K.metadata_index), "/<suffix>" for a threads-by-value index
--- (K.threads_with; enc() never leaves a "/", so the two cannot be confused).
-
 -- Take checkpoint N:I out of run `run`'s index (its record dropped, or replaced by one that
 -- may name another run), and the run out of the thread's runs set `runs` once it has no
 -- checkpoint left: a stale entry would make delete_for_runs of that run take the checkpoint.
@@ -374,12 +393,11 @@ end
 -- and a reader checks; entries of threads that are gone are swept.)
 local function unindex_checkpoint(K, ns, id, ix)
   for _, suffix in ipairs(split_refs(ix)) do
-    if string.byte(suffix, 1) ~= 47 then  -- "/"
+    if not by_value_suffix(suffix) then
       redis.call("ZREM", K.metadata_index(suffix), K.member(ns, id))
     end
   end
 end
-
 
 -- The expiry of one thread: its own setting (P:ttl:{T}, "0" when pinned) wins over the
 -- saver's default. An active thread's own setting is refreshed with the rest of its keys.

@@ -86,11 +86,7 @@ local function leave_threads_indexes(K, values, budget)
   while used < budget do
     local suffixes = take(values, 50)
     if #suffixes == 0 then return used, true end
-    for _, suffix in ipairs(suffixes) do
-      local index = K.threads_with(suffix)
-      redis.call("ZREM", index, K.tag)
-      used = used + 1 + settle_threads_index(K, index, 0)
-    end
+    for _, suffix in ipairs(suffixes) do used = used + leave_threads_index(K, suffix) end
     used = used + 2
   end
   return used, false
@@ -439,9 +435,8 @@ local function reap_ttl(K, prefix, tag, G, budget)
         apply(K.writes(ns, id))
         for _, ref in ipairs(split_refs(fields[1])) do apply(K.blob(ns, ref)) end
         for _, suffix in ipairs(split_refs(fields[2])) do
-          local by_value = string.byte(suffix, 1) == 47  -- "/": a threads-by-value index
-          local index = by_value and K.threads_with(string.sub(suffix, 2))
-            or K.metadata_index(suffix)
+          local by_value = by_value_suffix(suffix)
+          local index = by_value and K.threads_with(by_value) or K.metadata_index(suffix)
           if not seen[index] then
             seen[index] = true
             local own = ttl == 0 and -1 or ttl * 1000
