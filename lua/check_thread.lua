@@ -192,6 +192,7 @@ if ARGV[3] == "ns" then
     reach(KEYS[2])
     reach(K.ttl)
     reach(K.values)
+    reach(K.bounds)
   end
   next_cursor = walk_namespaces(KEYS[1], cursor, visit)
 else

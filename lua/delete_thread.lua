@@ -30,5 +30,6 @@ if has_root or has_runs or has_values then  -- runs may outlive the root's last 
   if has_runs then redis.call("RENAME", KEYS[2], G.part("runs")) end
   if has_values then redis.call("RENAME", K.values, G.part("tv")) end
 end
-redis.call("UNLINK", K.ttl)
+-- (a cluster's: the incarnation goes at once, so a writer of the thread starts a new one)
+redis.call("UNLINK", K.ttl, K.bounds)
 return reap(prefix, tag, tonumber(ARGV[3]))

@@ -11,13 +11,16 @@
   ARGV[3]  the saver's default ttl in seconds (0: none); the target's own setting wins
   ARGV[4]  "begin" | "chunk" | "publish"
   ARGV[5]  the copy's job number from "begin" ("0": the target exists, records go straight in)
-  ARGV[6]  "1" when the store keeps global indexes (standalone servers), else "0"
+  ARGV[6]  "1" when the store keeps global indexes (standalone servers), "~<hint>" on a
+           cluster (the threads-by-value lists written ahead, include/lists.lua), else "0"
   ARGV[7..] ("chunk") the records, as export_thread.lua replies them
 
   Reply: "begin": the job number (0 when the target exists), or -1 when the target has
   garbage to reap first; "chunk": the number of checkpoints written; "publish": 0. "chunk"
   and "publish" reply -1, writing nothing, when the copy was discarded meanwhile (a writer or
-  a delete of the target reaped it).
+  a delete of the target reaped it). On a cluster "chunk" may reply
+  { "INDEX", inc, S, score, ... } instead, having written nothing but the target's
+  incarnation: the client enters the target in those lists and sends the chunk again.
 
   A target that does not exist yet becomes visible whole at "publish": the chunks write its
   keys, but its root and runs set are a job of its gc root (kind copy) until then, so readers
@@ -31,6 +34,7 @@
 -- @include drop
 -- @include delta
 -- @include reap
+-- @include lists
 
 local prefix, tag, mode, n = ARGV[1], ARGV[2], ARGV[4], tonumber(ARGV[5])
 local K = keyspace(prefix, tag)
@@ -62,6 +66,24 @@ if mode == "publish" then
 end
 
 local ttl = thread_ttl(K, tonumber(ARGV[3]))
+if string.sub(ARGV[6], 1, 1) == "~" then  -- a cluster: the chunk's lists hold the target first
+  local needs, j = {}, 7
+  while j <= #ARGV do
+    if ARGV[j] == "b" then
+      j = j + 4
+    else
+      local count = tonumber(ARGV[j + 3])
+      if ARGV[j] == "c" then
+        for f = 0, count - 1 do
+          add_list_needs(needs, ARGV[j + 4 + 2 * f], ARGV[j + 5 + 2 * f], ARGV[j + 2])
+        end
+      end
+      j = j + 4 + 2 * count
+    end
+  end
+  local refused = cover(K, string.sub(ARGV[6], 2), needs, ttl)
+  if refused then return refused end
+end
 local root_created = redis.call("EXISTS", root) == 0
 local written = 0
 -- A copied record's global index entries are made as put_checkpoint makes them, from its

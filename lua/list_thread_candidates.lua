@@ -1,8 +1,8 @@
 #!lua flags=no-writes
 --[[
   list_thread_candidates: a chunk of the threads that may have checkpoints with every one of
-  some metadata values, newest first, from the threads-by-value indexes (standalone servers
-  only), for list(None, filter) on keys without a metadata index of their own. A thread's
+  some metadata values, newest first, from the threads-by-value indexes (on a cluster: from one
+  list at a time), for list(None, filter) on keys without a metadata index of their own. A thread's
   score in an index is at least id_score() of each of its checkpoints with that value
   (include/keyschema.lua), so the client visits threads in score order and stops once the
   checkpoints it has are newer than the next thread's score. It lists each thread with the
@@ -17,6 +17,8 @@
            score, so that the next one starts below it whatever changes meanwhile)
   ARGV[4]  which index drives: 0 on the first call (the smallest is chosen), then the
            number the first reply gave
+  ARGV[5]  "cluster": one list of a cluster (include/lists.lua; its members "{T}<inc>"),
+           whose registry (another slot) the client has read
 
   Reply: "BUILDING" when the indexes are not known to hold every thread (the store had
   checkpoints when they were registered, and no reindex has completed them since): the client
@@ -26,7 +28,9 @@
   score bounds them, and the scores come in order). false: the driving index has no more.
 ]]
 
-if redis.call("HGET", ARGV[1] .. ":mk", "\0threads") ~= "ready" then return "BUILDING" end
+if ARGV[5] ~= "cluster" and redis.call("HGET", ARGV[1] .. ":mk", "\0threads") ~= "ready" then
+  return "BUILDING"
+end
 local driver = tonumber(ARGV[4])
 if driver == 0 then
   local smallest

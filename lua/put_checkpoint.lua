@@ -18,7 +18,8 @@
            the bases of the shared blobs; see bv in include/keyschema.lua)
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
-  ARGV[11] global metadata index: "-" for none (a cluster), else the saver's indexed metadata
+  ARGV[11] global metadata index: "-" for none, "~<hint>" on a cluster (the threads-by-value
+           lists written ahead, see include/lists.lua), else the saver's indexed metadata
            keys, encoded, comma-separated (maybe ""); the keys registered in P:mk (raw) by any
            saver of the prefix are indexed too, so that a registered index stays complete
   ARGV[12] keep_last: keep only the newest this many checkpoints of the namespace (0: all);
@@ -33,7 +34,9 @@
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
   that are neither in this call nor stored (expired, or removed by a concurrent prune), or
   stored but without their base: nothing was written, and the client sends the call again
-  with those values included (a missing base: with the values compressed against it in full).
+  with those values included (a missing base: with the values compressed against it in full);
+  or, on a cluster, { "INDEX", inc, S, score, ... } (include/lists.lua): lists that must hold
+  the thread first; nothing was written but the thread's incarnation.
   A value sent against a base never replaces a stored value of another form: the records that
   reference the stored one list its base, not this one's.
 
@@ -44,6 +47,7 @@
 -- @include record
 -- @include drop
 -- @include trim
+-- @include lists
 
 -- A global metadata index of up to this many members is not swept by puts.
 local SWEPT_INDEX_SIZE = 64
@@ -122,6 +126,18 @@ end
 if #missing > 0 then return missing end
 
 local ttl = thread_ttl(K, tonumber(ARGV[10]))
+
+-- on a cluster, the threads-by-value lists this checkpoint needs hold the thread first
+local lists_hint = string.sub(ARGV[11], 1, 1) == "~" and string.sub(ARGV[11], 2)
+if lists_hint then
+  local needs = {}
+  for j = 0, m - 1 do
+    add_list_needs(needs, ARGV[meta_first + 2 * j], ARGV[meta_first + 2 * j + 1], id)
+  end
+  if ARGV[9] ~= "" then add_list_needs(needs, "r", ARGV[9], id) end
+  local refused = cover(K, lists_hint, needs, ttl)
+  if refused then return refused end
+end
 
 -- Re-putting an id replaces it: drop the index entries of the record being replaced, and
 -- keep track of the blobs it referenced that the new record does not (they may be shared
@@ -216,7 +232,7 @@ else
 end
 
 -- global metadata indexes: the saver's keys and every registered key the metadata has
-if ARGV[11] ~= "-" then
+if ARGV[11] ~= "-" and not lists_hint then
   local wanted = {}  -- raw keys (the registry holds them raw)
   for _, key in ipairs(split_refs(ARGV[11])) do wanted[dec(key)] = true end
   for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[key] = true end

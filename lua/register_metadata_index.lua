@@ -1,18 +1,21 @@
 #!lua
 --[[
-  register_metadata_index: the registry of indexed metadata keys (standalone servers), which
+  register_metadata_index: the registry of indexed metadata keys (on a cluster: only the
+  threads-by-value lists' entry), which
   tells readers whether a global metadata index holds every checkpoint.
 
   KEYS[1]  P:mk             the registry (HASH: metadata key -> "ready" | "building")
 
   ARGV[1]  "?" to ask which of the keys are not registered yet (nothing written); "pending"
-           to ask which registered keys are "building" (ARGV[2..] unused);
+           to ask which registered keys are "building" (ARGV[2..] unused); "state" for the
+           states of the keys (false: not registered);
            "ready" or "building" to register them in that state (a key already registered
            keeps its state); "built" to mark keys that are "building" as "ready" (a reindex
            has indexed every checkpoint written before they were registered)
   ARGV[2..] metadata keys (raw)
 
-  Reply: for "?" and "pending", those keys; else the number of keys changed.
+  Reply: for "?" and "pending", those keys; for "state", theirs; else the number of keys
+  changed.
 ]]
 
 if ARGV[1] == "?" then
@@ -22,6 +25,7 @@ if ARGV[1] == "?" then
   end
   return missing
 end
+if ARGV[1] == "state" then return redis.call("HMGET", KEYS[1], unpack(ARGV, 2)) end
 if ARGV[1] == "pending" then
   local pending = {}
   local flat = redis.call("HGETALL", KEYS[1])

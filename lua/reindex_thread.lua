@@ -12,22 +12,40 @@
   ARGV[3]  namespace to resume in (encoded), "" to start with the first (in byte order)
   ARGV[4]  checkpoint id to resume after (raw), "" for the start of the namespace
   ARGV[5]  step: at most this many checkpoints visited
+  ARGV[6]  on a cluster: "~<hint>" (include/lists.lua); the stretch's checkpoints need the
+           thread in the threads-by-value lists, which the client writes ahead
 
   Reply: { added } when the thread is done, else { added, namespace, id } to resume from;
-  added is the number of index entries added.
+  added is the number of index entries added (on a cluster: of list bounds recorded); or,
+  on a cluster, { "INDEX", inc, S, score, ... }: the client enters the thread in those lists
+  and sends the same call again with its hint.
 ]]
 -- @include keyschema
 -- @include record
+-- @include lists
 
 local prefix = ARGV[1]
 local K = keyspace(prefix, ARGV[2])
 local step = tonumber(ARGV[5])
+-- on a cluster: the hint (the registry is in another slot, and there are no metadata indexes)
+local lists_hint = ARGV[6] and string.sub(ARGV[6], 2)
 local registered = {}
-for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do registered[key] = true end
+if not lists_hint then
+  for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do registered[key] = true end
+end
 
 local namespaces = redis.call("SMEMBERS", KEYS[1])
 table.sort(namespaces)
 local added, visited = 0, 0
+-- on a cluster: what the stretch needs of the lists, and how long K.bounds must then live
+local needs, forever, longest = {}, false, 0
+local function finish(reply)
+  if not lists_hint then return reply end
+  local refused, recorded = cover(K, lists_hint, needs, forever and 0 or math.ceil(longest / 1000))
+  if refused then return refused end
+  reply[1] = recorded
+  return reply
+end
 for _, ns in ipairs(namespaces) do
   if ns >= ARGV[3] then
     local lower = (ns == ARGV[3] and ARGV[4] ~= "") and ("(" .. ARGV[4]) or "-"
@@ -36,7 +54,10 @@ for _, ns in ipairs(namespaces) do
       local cp = K.checkpoint(ns, id)
       local rec = record(cp)
       local left = redis.call("PTTL", cp)
-      if left ~= -2 then
+      if left ~= -2 and lists_hint then
+        for name, value in pairs(rec) do add_list_needs(needs, name, value, id) end
+        if left == -1 then forever = true elseif left > longest then longest = left end
+      elseif left ~= -2 then
         -- the indexes live as long as the checkpoint (forever when it has no expiry)
         local life = left == -1 and 0 or math.ceil(left / 1000)
         local ix = split_refs(rec.ix)
@@ -66,8 +87,8 @@ for _, ns in ipairs(namespaces) do
         if #ix > #split_refs(rec.ix) then set_record_field(cp, "ix", table.concat(ix, ",")) end
       end
       visited = visited + 1
-      if visited >= step then return { added, ns, id } end
+      if visited >= step then return finish({ added, ns, id }) end
     end
   end
 end
-return { added }
+return finish({ added })

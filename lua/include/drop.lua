@@ -38,7 +38,7 @@ local function forget_empty_namespace(K, ns)
       redis.call("UNLINK", K.runs)
       -- and it leaves the threads-by-value indexes (as a delete does: reap.lua)
       for _, suffix in ipairs(redis.call("SMEMBERS", K.values)) do leave_threads_index(K, suffix) end
-      redis.call("UNLINK", K.values)
+      redis.call("UNLINK", K.values, K.bounds)  -- (K.bounds: a cluster's, include/lists.lua)
     end
   end
 end

@@ -23,6 +23,9 @@ local function keyspace(prefix, tag)
   -- the threads-by-value indexes the thread is listed in (their suffixes), so that a delete
   -- takes it out of every one, also of those only checkpoints gone before listed it
   K.values = prefix .. ":tv:" .. tag
+  -- on a cluster: what the threads-by-value lists are known to hold of the thread (its
+  -- incarnation, and a score bound per list; see include/lists.lua)
+  K.bounds = prefix .. ":tb:" .. tag
   -- garbage of an operation done in steps (delete, prune, copy) still to be reaped: while it
   -- exists, writers wait (they reply "REAPING" and the client reaps first)
   K.gc = prefix .. ":gc:" .. tag
@@ -338,6 +341,8 @@ local function keep_checkpoint_alive(K, ns, id, ttl, bv, run, ix, left)
     if run_left ~= -2 then keep_alive(K.run(run), ttl, false, run_left) end
     keep_alive(K.runs, ttl, false)
   end
+  local bounds_left = redis.call("PTTL", K.bounds)  -- (a cluster's; see include/lists.lua)
+  if bounds_left ~= -2 then keep_alive(K.bounds, ttl, false, bounds_left) end
   for _, suffix in ipairs(split_refs(ix)) do
     local listed = by_value_suffix(suffix)
     if listed then  -- its thread's entry, made again if gone

@@ -480,6 +480,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
       apply(K.runs)
       apply(K.thread)
       apply(K.values)
+      apply(K.bounds)
       return used, true
     end
   end

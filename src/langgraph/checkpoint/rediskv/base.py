@@ -98,8 +98,9 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
 
     def _on_cluster(self) -> None:
         """A cluster spreads threads over nodes: a global index cannot be updated in the same
-        script as a thread's keys, so there is none, and list(None) scans the threads."""
-        self._core = replace(self._core, indexed=(), global_index=False)
+        script as a thread's keys. So there are no metadata indexes, and the threads-by-value
+        lists are written ahead by the client (see .lists)."""
+        self._core = replace(self._core, indexed=(), global_index=False, cluster_lists=True)
 
     @property
     def indexed_metadata(self) -> tuple[str, ...]:

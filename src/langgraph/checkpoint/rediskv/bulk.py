@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import lists
 from .keys import encode_part
 
 if TYPE_CHECKING:
@@ -98,12 +99,23 @@ def _reap_tag(core: SaverCore, tag: str) -> Op[None]:
 
 
 def delete_thread(core: SaverCore, thread_id: str) -> Op[None]:
-    yield from run_jobs(core, [job_call(core, "delete_thread", str(thread_id))])
+    yield from _delete_threads(core, [str(thread_id)])
 
 
 def prune(core: SaverCore, thread_ids: Sequence[str], script: str) -> Op[None]:
     require_list(thread_ids, "prune's thread_ids")
-    yield from run_jobs(core, (job_call(core, script, str(t)) for t in thread_ids))
+    if script == "delete_thread":
+        yield from _delete_threads(core, [str(t) for t in thread_ids])
+    else:
+        yield from run_jobs(core, (job_call(core, script, str(t)) for t in thread_ids))
+
+
+def _delete_threads(core: SaverCore, thread_ids: list[str]) -> Op[None]:
+    delete = run_jobs(core, (job_call(core, "delete_thread", t) for t in thread_ids))
+    if core.cluster_lists:  # their entries in the lists go after them
+        yield from lists.forget_threads(core, thread_ids, delete)
+    else:
+        yield from delete
 
 
 def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
@@ -111,7 +123,10 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
     if not run_ids:
         return
     encoded = [encode_part(str(r)) for r in run_ids]
-    thread_ids = yield from core._scan_thread_ids()
+    if core.cluster_lists and (yield from core._lists_ready()):
+        thread_ids = yield from core._threads_of_runs([str(r) for r in run_ids])
+    else:
+        thread_ids = yield from core._scan_thread_ids()
     yield from run_jobs(core, (job_call(core, "delete_for_runs", t, *encoded) for t in thread_ids))
 
 
@@ -139,10 +154,22 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
     source_tag, tag = keys.tag(source), keys.tag(target)
     target_keys = (keys.thread(tag), keys.runs(tag), keys.gc(tag))
 
+    ahead = lists.Ahead() if core.cluster_lists else None
+
     def target_call(mode: str, job: int, *records: Arg) -> ScriptCall:
-        global_index = "1" if core.global_index else "0"
-        args = (keys.prefix, tag, core.ttl_seconds, mode, job, global_index, *records)
+        indexes = ahead.hint() if ahead is not None else "1" if core.global_index else "0"
+        args = (keys.prefix, tag, core.ttl_seconds, mode, job, indexes, *records)
         return ScriptCall("import_thread", target_keys, args)
+
+    def chunk(job: int, records: Sequence[Arg]) -> Op[int]:
+        """One chunk into the target; on a cluster, once the lists it needs hold the target."""
+        while True:
+            reply = yield target_call("chunk", job, *records)
+            if ahead is None or not lists.is_index_reply(reply):
+                if ahead is not None:
+                    ahead.bounds.clear()  # (recorded by the target: the hint stays short)
+                return int(reply)
+            yield from lists.answer(core, tag, reply, ahead)
 
     job = -1
     for _ in range(5):
@@ -159,7 +186,7 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
             (keys.thread(source_tag),),
             (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES),
         )
-        if len(reply) > 1 and int((yield target_call("chunk", job, *reply[1:]))) < 0:
+        if len(reply) > 1 and (yield from chunk(job, reply[1:])) < 0:
             raise CopyInterruptedError(
                 f"copy of {source!r} to {target!r}: the target was written or deleted "
                 "meanwhile, and the copy discarded"

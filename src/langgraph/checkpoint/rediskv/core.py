@@ -34,7 +34,7 @@ from langgraph.checkpoint.serde.base import CipherProtocol, SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from . import bulk
+from . import bulk, lists
 from .canonical import canonical
 from .compression import (
     DEFAULT_LEVEL,
@@ -236,6 +236,10 @@ class SaverCore:
     indexed: tuple[str, ...] = ()
     # False on a cluster: no global metadata index at all
     global_index: bool = True
+    # True on a cluster: threads-by-value lists written ahead by the client (see .lists)
+    cluster_lists: bool = False
+    # what this saver wrote of the threads' list entries (mutable on purpose: a cache)
+    list_cache: lists.ListCache = dataclasses.field(default_factory=lists.ListCache)
     # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
     registered: list[bool] = dataclasses.field(default_factory=list)
     # zstd level of stored values, None for uncompressed (see .compression)
@@ -485,10 +489,12 @@ class SaverCore:
 
         meta_args: list[Arg] = [len(full_metadata)]
         filter_fields: list[tuple[bytes, bytes]] = []
+        canonical_values: list[tuple[str, str]] = []
         for key, value in full_metadata.items():
             name, canonical_value = f"m:{key}", self.canonical(value)
             meta_args += [name, canonical_value]
             filter_fields.append((name.encode(), canonical_value.encode()))
+            canonical_values.append((key, canonical_value))
         # the record's fields the script does not decide, packed here (see put_checkpoint.lua)
         packed_filters = pack_fields(filter_fields)
         packed_large = pack_fields([(b"md", stored_metadata), (b"ck", stored_checkpoint)])
@@ -497,6 +503,8 @@ class SaverCore:
         # stored again (a blob written anew is full: records sharing it may not list a base)
         in_full: set[str] = set()
         base_of: dict[str, Base] = {}  # channel -> the base its value went out against
+        # on a cluster: the threads-by-value list entries written ahead for it (see .lists)
+        ahead = lists.Ahead() if self.cluster_lists else None
 
         def call() -> ScriptCall:
             blob_args: list[Arg] = []
@@ -536,7 +544,7 @@ class SaverCore:
                     ",".join(ref_of.values()) + ",," + ",".join(bases),
                     encode_part(str(run_id)) if run_id is not None else "",
                     self.ttl_seconds,
-                    self._indexed_arg,
+                    ahead.hint() if ahead else self._indexed_arg,
                     self.keep_last,
                     *meta_args,
                     len(blob_args) // 2,
@@ -562,7 +570,13 @@ class SaverCore:
 
         written.update(ch for ch in new_versions if ch in ref_of)
         yield from self.register_metadata_index()
-        yield from self._write(thread_id, f"put of checkpoint {checkpoint_id!r}", call, resend)
+        if ahead is not None:
+            score = id_score(checkpoint_id.encode())
+            run = str(run_id) if run_id is not None else None
+            needs = lists.needs_of(canonical_values, run, score)
+            yield from lists.before_put(self, tag, needs, ahead)
+        what = f"put of checkpoint {checkpoint_id!r}"
+        yield from self._write(thread_id, what, call, resend, ahead)
         return _config(thread_id, ns, checkpoint_id)
 
     def _write(
@@ -571,13 +585,17 @@ class SaverCore:
         what: str,
         call: Callable[[], ScriptCall],
         resend: Callable[[list[bytes]], None] | None = None,
+        ahead: lists.Ahead | None = None,
     ) -> Op[Any]:
         """Send a write, again after reaping what an earlier delete, prune or copy of the
-        thread left ("REAPING"), or with the blobs a put found missing (a list reply)."""
+        thread left ("REAPING"), with the blobs a put found missing (a list reply), or, on a
+        cluster, once the threads-by-value lists it needs hold the thread ("INDEX")."""
         for _ in range(_PUT_ATTEMPTS):
             reply = yield call()
             if reply == b"REAPING":
                 yield from bulk.finish_reaping(self, thread_id)
+            elif ahead is not None and lists.is_index_reply(reply):
+                yield from lists.answer(self, self.keys.tag(thread_id), reply, ahead)
             elif isinstance(reply, list) and resend is not None:
                 resend(reply)
             else:
@@ -709,11 +727,13 @@ class SaverCore:
                 index = (key, self.keys.metadata_index(metadata_index_suffix(key, canonical)))
             if thread_indexed(key, canonical):
                 by_value.append(self.keys.threads_with(metadata_index_suffix(key, canonical)))
+            if self.cluster_lists and key == "run_id" and isinstance(value, str):
+                by_value.insert(0, self.keys.threads_with(lists.run_suffix(value)))  # (a few)
         before_id = (get_checkpoint_id(before) or "") if before else ""
         if config is None and index is not None:
             yield from self._list_indexed(*index, filter_args, before_id, limit)
             return
-        if config is None and by_value and self.global_index:
+        if config is None and by_value and (self.global_index or self.cluster_lists):
             yield from self._list_thread_candidates(by_value, filter_args, before_id, limit)
             return
         if config is None:
@@ -781,7 +801,9 @@ class SaverCore:
         answer). Indexes not known to be complete (a store written before them, no reindex
         since): every thread."""
         yield from self.register_metadata_index()
-        candidates = _Candidates(tuple(indexes))
+        # a cluster's lists live in different slots: one of them (the filter's first, the
+        # run's if it has one), and the registry read on its own
+        candidates = _Candidates(tuple(indexes[:1]) if self.cluster_lists else tuple(indexes))
         if not (yield from self._read_candidates(candidates)):
             yield from self._list_all_threads(filter_args, before, limit)
             return
@@ -790,11 +812,20 @@ class SaverCore:
     def _read_candidates(self, candidates: _Candidates) -> Op[bool]:
         """The next chunk of candidate threads into ``candidates.queue``; False when the
         indexes are still being built."""
-        reply = yield ScriptCall(
-            "list_thread_candidates",
-            candidates.indexes,
-            (self.keys.prefix, candidates.max_score, CANDIDATE_CHUNK, candidates.driver),
-        )
+        if self.cluster_lists and not candidates.driver and not (yield from self._lists_ready()):
+            reply: Any = b"BUILDING"
+        else:
+            reply = yield ScriptCall(
+                "list_thread_candidates",
+                candidates.indexes,
+                (
+                    self.keys.prefix,
+                    candidates.max_score,
+                    CANDIDATE_CHUNK,
+                    candidates.driver,
+                    "cluster" if self.cluster_lists else "",
+                ),
+            )
         if reply == b"BUILDING":  # (only ever the first reply: an index once ready stays so)
             candidates.done = True
             return False
@@ -803,21 +834,30 @@ class SaverCore:
         candidates.done = last is None
         if last is not None:  # the next chunk starts below this score
             candidates.max_score = b"(" + last
-        for tag, score in zip(reply[2::2], reply[3::2], strict=True):
+        for member, score in zip(reply[2::2], reply[3::2], strict=True):
+            tag = lists.tag_of_member(member)  # (a cluster's members: "{T}<incarnation>")
             if tag not in candidates.seen:  # (a thread deleted and written again meanwhile)
                 candidates.seen.add(tag)
                 candidates.queue.append((self.keys.thread_from_tag(tag.decode()), float(score)))
         return True
+
+    def _lists_ready(self) -> Op[bool]:
+        """Whether a cluster's threads-by-value lists hold every thread (see
+        register_metadata_index)."""
+        state = yield ScriptCall(
+            "register_metadata_index", (self.keys.metadata_keys(),), ("state", THREADS_BY_VALUE)
+        )
+        return bool(state[0] == b"ready")
 
     def register_metadata_index(self) -> Op[None]:
         """Enter the saver's indexed keys, and the threads-by-value indexes
         (THREADS_BY_VALUE), in the registry P:mk, once per saver: "ready" on a store without
         threads (every checkpoint will be indexed), else "building" until
         :meth:`reindex_metadata` has indexed the checkpoints written before."""
-        if not self.global_index or self.registered:
+        if not (self.global_index or self.cluster_lists) or self.registered:
             return
         registry = self.keys.metadata_keys()
-        indexes = (*self.indexed, THREADS_BY_VALUE)
+        indexes = (*self.indexed, THREADS_BY_VALUE)  # (a cluster: no metadata indexes)
         missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *indexes))
         if missing:
             # checkpoints, not thread roots: pending writes (which LangGraph may store before
@@ -831,7 +871,7 @@ class SaverCore:
         """Add every stored checkpoint to the global metadata indexes of every registered key
         (the saver's own and other savers'), thread by thread in bounded steps, then mark the
         keys that were "building" as "ready". Returns the number of index entries added."""
-        if not self.global_index:
+        if not (self.global_index or self.cluster_lists):
             return 0
         yield from self.register_metadata_index()
         registry = self.keys.metadata_keys()
@@ -842,12 +882,18 @@ class SaverCore:
         for thread_id in (yield from self._scan_thread_ids()):
             tag = self.keys.tag(thread_id)
             cursor: Sequence[Arg] = ("", "")
+            ahead = lists.Ahead() if self.cluster_lists else None
             while True:
                 reply = yield ScriptCall(
                     "reindex_thread",
                     (self.keys.thread(tag),),
-                    (self.keys.prefix, tag, *cursor, REINDEX_STEP),
+                    (self.keys.prefix, tag, *cursor, REINDEX_STEP, *lists.hint_args(ahead)),
                 )
+                if ahead is not None and lists.is_index_reply(reply):
+                    yield from lists.answer(self, tag, reply, ahead)
+                    continue  # (the same stretch again, with the entries written)
+                if ahead is not None:
+                    ahead.bounds.clear()  # (recorded by the thread: the hint stays short)
                 added += int(reply[0])
                 if len(reply) == 1:
                     break
@@ -986,6 +1032,19 @@ class SaverCore:
             elif cursors[i] is not None:
                 pages[i] = []
                 yield from fetch([i])
+
+    def _threads_of_runs(self, run_ids: Sequence[str]) -> Op[list[str]]:
+        """On a cluster: the threads in the lists of the runs (a superset of those with a
+        checkpoint of one of them; see .lists)."""
+        found: set[str] = set()
+        for run_id in run_ids:
+            candidates = _Candidates((self.keys.threads_with(lists.run_suffix(run_id)),))
+            candidates.driver = 1  # (one list; the registry was read)
+            while not candidates.done:
+                yield from self._read_candidates(candidates)
+                found.update(thread_id for thread_id, _ in candidates.queue)
+                candidates.queue.clear()
+        return sorted(found)
 
     def _scan_thread_ids(self) -> Op[list[str]]:
         keys = yield ScanKeys(self.keys.thread_pattern())

@@ -40,6 +40,9 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:ttl:{T}           STRING the thread's own expiry in seconds ("0": pinned), if it has one
     P:tv:{T}            SET    the "K:V" of every threads-by-value index (P:tm) the thread is
                                listed in, so that a delete takes it out of all of them
+    P:tb:{T}            HASH   on a cluster: the thread's incarnation ("" -> a random word) and
+                               the least score of its entry in each threads-by-value list
+                               ("K:V" or "/R" -> score), written ahead (see .lists)
     P:slot:{T}          never written: declared by every script call on a cluster, so that a
                         call during a slot move is refused before it starts (TRYAGAIN)
     P:gc:{T}            SET    pending jobs "<kind>:<n>" of whole-thread operations done in
@@ -56,11 +59,13 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                "<raw id>\0{T}:N" scored 0 (lexical order = time order); the
                                checkpoint's ix field lists the "K:V" it is indexed under
                                (and "/K:V" for each threads-by-value index it put its thread in)
-    P:tm:K:V            ZSET   threads by metadata value, standalone servers only: the tags of
+    P:tm:K:V            ZSET   threads by metadata value (a cluster's: see below): the tags of
                                the threads that have (or had) a checkpoint whose metadata key K
                                has the canonical JSON value V, for the values that
                                core.thread_indexed() takes (short strings of most keys), each
-                               scored at least core.id_score() of its checkpoints with it
+                               scored at least core.id_score() of its checkpoints with it;
+                               on a cluster the members are "{T}<incarnation>", and runs have
+                               lists too, P:tm:/R (see .lists)
     P:mk                HASH   the registry of indexed metadata keys: encoded K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
                                that had checkpoints: reads scan until a reindex completes it);
@@ -139,6 +144,10 @@ class KeySchema:
     def thread_values(self, tag: str) -> str:
         """The threads-by-value indexes the thread is listed in (their suffixes)."""
         return f"{self.prefix}:tv:{tag}"
+
+    def thread_bounds(self, tag: str) -> str:
+        """On a cluster: what the threads-by-value lists hold of the thread (see .lists)."""
+        return f"{self.prefix}:tb:{tag}"
 
     def gc(self, tag: str) -> str:
         """Root of the garbage a delete, prune or copy done in steps has still to reap."""

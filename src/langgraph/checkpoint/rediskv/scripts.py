@@ -30,6 +30,9 @@ SCRIPT_NAMES = (
     "get_delta_channel_history",
     "register_metadata_index",
     "reindex_thread",
+    "enter_thread_list",
+    "leave_thread_list",
+    "thread_lists",
 )
 
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)

@@ -1,0 +1,82 @@
+-- Threads-by-value lists on a Redis Cluster; inlined where a script says `-- @include lists`
+-- (after keyschema).
+--
+-- A cluster keeps the lists P:tm:S (S: a metadata value's suffix, or "/<run>" for a run) as a
+-- standalone server does, but a thread's script cannot write them: they live in other slots.
+-- So the client writes a thread's entry *before* the checkpoints that need it (write-ahead:
+-- a client that dies in between leaves an entry too many, never one too few), and the thread
+-- keeps in K.bounds (P:tb:{T}, a HASH, in its own slot) what its entries are known to hold:
+--   ""  -> inc: the thread's incarnation, a random word its first listed checkpoint chose; it
+--          goes with K.bounds (delete, a thread emptied, expiry) and is never chosen again,
+--          so an entry "{T}<inc>" whose inc the thread no longer has is dead for good, and
+--          anyone may remove it without a race
+--   S   -> bound: list S holds "{T}<inc>" with a score of at least this
+-- A checkpoint is written only when every list it needs holds the thread with a score of at
+-- least its id_score(); else its script writes nothing and replies
+-- { "INDEX", inc, S, score, ... }, the client enters the thread in those lists (ZADD GT, a
+-- margin above the score, so that an active thread does this rarely) and sends the call
+-- again with the hint "<inc>;S=bound,S=bound" of what it wrote.
+
+-- A score as stored in K.bounds and in a hint ("inf" or an integer).
+local function parse_score(s)
+  if s == "inf" then return math.huge end
+  return tonumber(s)
+end
+
+-- Add to `needs` (S -> the score the list must have) what a record field asks for: a metadata
+-- value thread_indexed() takes, or the run ("r", encoded) of checkpoint `id`.
+local function add_list_needs(needs, name, value, id)
+  local suffix
+  if name == "r" then
+    suffix = "/" .. value
+  elseif string.sub(name, 1, 2) == "m:" and thread_indexed(string.sub(name, 3), value) then
+    suffix = enc(string.sub(name, 3)) .. ":" .. enc(value)
+  else
+    return
+  end
+  local score = id_score(id)
+  if not needs[suffix] or needs[suffix] < score then needs[suffix] = score end
+end
+
+-- nil when the thread's entries cover `needs` (recording the bounds the client wrote ahead,
+-- as `hint` says, and keeping K.bounds alive `ttl` seconds more), and the number of bounds
+-- recorded; else the "INDEX" reply, with nothing written but a new incarnation (the hint's,
+-- when the thread has none).
+local function cover(K, hint, needs, ttl)
+  local suffixes = {}
+  for suffix in pairs(needs) do suffixes[#suffixes + 1] = suffix end
+  if #suffixes == 0 then return nil, 0 end
+  table.sort(suffixes)
+  local sep = string.find(hint, ";", 1, true)
+  local hint_inc = string.sub(hint, 1, sep - 1)
+  local have = redis.call("HMGET", K.bounds, "", unpack(suffixes))
+  local inc, fresh = have[1], not have[1]
+  if fresh then  -- (its entries of an incarnation gone are no help: all of them are missing)
+    inc = hint_inc
+    redis.call("HSET", K.bounds, "", inc)
+    keep_alive(K.bounds, ttl, true)
+  end
+  local ahead = {}
+  if not fresh and inc == hint_inc then
+    for suffix, bound in string.gmatch(string.sub(hint, sep + 1), "([^,=]+)=([^,]+)") do
+      ahead[suffix] = bound
+    end
+  end
+  local missing, record = {}, {}
+  for j, suffix in ipairs(suffixes) do
+    local want, bound = needs[suffix], have[j + 1]
+    if not (bound and parse_score(bound) >= want) then
+      if ahead[suffix] and parse_score(ahead[suffix]) >= want then
+        record[#record + 1] = suffix
+        record[#record + 1] = ahead[suffix]
+      else
+        missing[#missing + 1] = suffix
+        missing[#missing + 1] = score_arg(want)
+      end
+    end
+  end
+  if #missing > 0 then return { "INDEX", inc, unpack(missing) } end
+  if #record > 0 then redis.call("HSET", K.bounds, unpack(record)) end
+  keep_alive(K.bounds, ttl, false)
+  return nil, #record / 2
+end

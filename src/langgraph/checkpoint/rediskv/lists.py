@@ -1,0 +1,209 @@
+"""Threads-by-value lists on a Redis Cluster, free of I/O (the generator style of :mod:`.core`).
+
+A cluster keeps the lists ``P:tm:S`` as a standalone server does (the threads that have a
+checkpoint with metadata value S, each scored at least by the newest of them), so that
+``list(None, filter)`` and ``delete_for_runs`` visit only the threads that may match. A
+thread's script cannot write them (they live in other slots), so the client writes a thread's
+entry *before* the checkpoints that need it, and the thread's own ``P:tb:{T}`` records what its
+entries hold; a script refuses a checkpoint that its entries do not cover yet
+(``{"INDEX", inc, S, score, ...}``), and the client writes them and sends the call again.
+The protocol, and why a stale entry can always be removed: ``lua/include/lists.lua``.
+
+Run ids get lists too (``S`` = ``/<encoded run id>``): delete_for_runs, and a filter on
+``run_id``, visit the run's threads only.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .keys import encode_part, metadata_index_suffix
+
+if TYPE_CHECKING:
+    from .core import Op, SaverCore, ScriptCall
+
+# A thread's entry is written with a score this far above the checkpoint that needs it, so
+# that its next checkpoints need no new write for a while: 5 minutes in id_score() units
+# (25.6 us each). The cost: a list(None, filter, limit) may visit the threads written in the
+# last 5 minutes before it can stop.
+LIST_MARGIN = 11_718_750
+# threads whose incarnation and bounds a saver remembers (most recently written)
+CACHE_SIZE = 10_000
+
+
+def run_suffix(run_id: str) -> str:
+    """The list of a run's threads."""
+    return "/" + encode_part(run_id)
+
+
+def score_arg(score: float) -> str:
+    return "inf" if math.isinf(score) else str(int(score))
+
+
+@dataclass
+class ListCache:
+    """What this saver wrote of each thread's entries: its incarnation and, per list, the
+    score written (a hint: the thread's script has the last word)."""
+
+    threads: OrderedDict[str, tuple[str, dict[str, float]]] = field(default_factory=OrderedDict)
+
+    def get(self, tag: str) -> tuple[str, dict[str, float]] | None:
+        return self.threads.get(tag)
+
+    def put(self, tag: str, inc: str, bounds: dict[str, float]) -> None:
+        known = self.threads.get(tag)
+        merged = dict(known[1]) if known and known[0] == inc else {}
+        for suffix, bound in bounds.items():
+            merged[suffix] = max(bound, merged.get(suffix, bound))
+        self.threads[tag] = (inc, merged)
+        self.threads.move_to_end(tag)
+        while len(self.threads) > CACHE_SIZE:
+            self.threads.popitem(last=False)
+
+    def drop(self, tag: str) -> None:
+        self.threads.pop(tag, None)
+
+
+@dataclass
+class Ahead:
+    """One operation's write-ahead: the incarnation it wrote under and the bounds written,
+    which go with its call as the hint."""
+
+    inc: str = field(default_factory=lambda: secrets.token_hex(4))
+    bounds: dict[str, float] = field(default_factory=dict)
+
+    def hint(self) -> str:
+        written = ",".join(f"{s}={score_arg(b)}" for s, b in self.bounds.items())
+        return f"~{self.inc};{written}"
+
+
+def needs_of(
+    filter_fields: Iterable[tuple[str, str]], run_id: str | None, score: float
+) -> dict[str, float]:
+    """The lists a checkpoint needs (as add_list_needs() in lua/include/lists.lua finds them):
+    ``filter_fields`` are its (metadata key, canonical JSON) pairs."""
+    from .core import thread_indexed
+
+    needs = {
+        metadata_index_suffix(key, canonical): score
+        for key, canonical in filter_fields
+        if thread_indexed(key, canonical)
+    }
+    if run_id is not None:
+        needs[run_suffix(run_id)] = score
+    return needs
+
+
+def before_put(core: SaverCore, tag: str, needs: dict[str, float], ahead: Ahead) -> Op[None]:
+    """Write the entries a put needs ahead when this saver knows the thread's incarnation and
+    its entries fall short (a new run, a new value, the margin used up): one round trip
+    instead of a refused call and then one."""
+    known = core.list_cache.get(tag)
+    if known is None:
+        return
+    inc, bounds = known
+    short = {s: score for s, score in needs.items() if bounds.get(s, -math.inf) < score}
+    if short:
+        ahead.inc = inc
+        yield from _enter(core, tag, ahead, short)
+
+
+def answer(core: SaverCore, tag: str, reply: Sequence[bytes], ahead: Ahead) -> Op[None]:
+    """Write the entries an ``INDEX`` reply asks for; the call goes again with ``ahead``."""
+    inc = reply[1].decode()
+    if inc != ahead.inc:
+        ahead.inc, ahead.bounds = inc, {}
+    wanted = {s.decode(): float(score) for s, score in zip(reply[2::2], reply[3::2], strict=True)}
+    yield from _enter(core, tag, ahead, wanted)
+
+
+def hint_args(ahead: Ahead | None) -> tuple[str, ...]:
+    """The hint as a script's last argument, when there is one."""
+    return (ahead.hint(),) if ahead is not None else ()
+
+
+def is_index_reply(reply: Any) -> bool:
+    return isinstance(reply, list) and len(reply) > 1 and reply[0] == b"INDEX"
+
+
+def _enter(core: SaverCore, tag: str, ahead: Ahead, wanted: dict[str, float]) -> Op[None]:
+    from .core import Batch, ScriptCall
+
+    member = tag + ahead.inc
+    calls = []
+    for suffix, score in wanted.items():
+        bound = score + LIST_MARGIN
+        ahead.bounds[suffix] = bound
+        calls.append(
+            ScriptCall(
+                "enter_thread_list",
+                (core.keys.threads_with(suffix),),
+                (member, score_arg(bound)),
+            )
+        )
+    replies = yield Batch(calls)
+    core.list_cache.put(tag, ahead.inc, ahead.bounds)
+    # two members of each list that grew, checked: those of a gone incarnation are removed
+    sampled = {
+        (call.keys[0], other)
+        for call, others in zip(calls, replies, strict=True)
+        for other in others
+    }
+    if sampled:
+        yield from _remove_dead(core, sampled)
+
+
+def _remove_dead(core: SaverCore, entries: set[tuple[str, bytes]]) -> Op[None]:
+    from .core import Batch
+
+    members = sorted({member for _, member in entries})
+    states = yield Batch([_state_call(core, tag_of_member(m).decode()) for m in members])
+    live = {m for m, state in zip(members, states, strict=True) if _inc_of(m) == state[0]}
+    dead = [(key, m) for key, m in sorted(entries) if m not in live]
+    if dead:
+        from .core import ScriptCall
+
+        yield Batch([ScriptCall("leave_thread_list", (key,), (m,)) for key, m in dead])
+
+
+def _state_call(core: SaverCore, tag: str) -> ScriptCall:
+    from .core import ScriptCall
+
+    return ScriptCall("thread_lists", (core.keys.thread_bounds(tag),), ())
+
+
+def _inc_of(member: bytes) -> bytes:
+    return member[member.index(b"}") + 1 :]
+
+
+def tag_of_member(member: bytes) -> bytes:
+    """A list member's thread tag (a standalone server's members are the tag alone)."""
+    return member[: member.index(b"}") + 1]
+
+
+def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None]) -> Op[None]:
+    """Run ``delete`` (of whole threads), then take the threads' entries of the incarnations
+    it ended out of their lists. (Entries of a thread that expired go when a write-ahead into
+    their list samples them.)"""
+    from .core import Batch, ScriptCall
+
+    tags = [core.keys.tag(t) for t in thread_ids]
+    states = (yield Batch([_state_call(core, tag) for tag in tags])) if tags else []
+    yield from delete
+    removals = [
+        ScriptCall(
+            "leave_thread_list", (core.keys.threads_with(s.decode()),), (tag + inc.decode(),)
+        )
+        for tag, (inc, *suffixes) in zip(tags, states, strict=True)
+        if inc
+        for s in suffixes
+    ]
+    for tag in tags:
+        core.list_cache.drop(tag)
+    for start in range(0, len(removals), 500):
+        yield Batch(removals[start : start + 500])
