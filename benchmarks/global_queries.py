@@ -9,7 +9,9 @@ the PostgreSQL saver, on the same threads.
 Each thread has 3 checkpoints (source input, loop, loop) with the metadata a chat backend
 writes: `user_id` (10 threads per user), `tenant` (50 tenants), `run_id` (one per thread).
 Redis: a private redis-server started for the run (persistence off), written with the async
-saver, 64 calls in flight; PostgreSQL: `AsyncPostgresSaver` in a new database (`--postgres-url`,
+saver, 64 calls in flight; with `--cluster`, also the test suite's 3-node cluster (its
+LocalCluster, persistence turned off), written the same way, and `delete_for_runs` of one run
+timed on each saver (the threads-by-value lists on a cluster, see lists.py); PostgreSQL: `AsyncPostgresSaver` in a new database (`--postgres-url`,
 as bench.py), dropped at the end. Each query runs `--iters` times, the savers interleaved in a
 rotating order, and the cell is the p50 in milliseconds; every saver's answer is checked
 against the others' (the same checkpoint ids, in the same order).
@@ -77,11 +79,46 @@ async def listed(saver: BaseCheckpointSaver[Any], flt: dict[str, Any]) -> list[s
     return [t.checkpoint["id"] async for t in saver.alist(None, filter=flt, limit=10)]
 
 
+def start_cluster() -> Any:
+    """The test suite's 3-node cluster on loopback, without its persistence."""
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.conftest import LocalCluster
+
+    cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="gq-cluster-"))).start()
+    for node in cluster.nodes:
+        with redis.Redis(port=node.port) as admin:
+            admin.config_set("appendonly", "no")
+            admin.config_set("save", "")
+    return cluster
+
+
+async def time_delete_for_runs(
+    savers: dict[str, BaseCheckpointSaver[Any]], threads: int, iters: int
+) -> dict[str, float]:
+    """p50 of delete_for_runs([one run]) per saver: a different thread's run each round, the
+    same on every saver, the savers interleaved."""
+    times: dict[str, list[float]] = {}
+    names = list(savers)
+    for it in range(iters):
+        run = f"run-{(it * 7919) % threads:07d}"
+        for name in names[it % len(names):] + names[: it % len(names)]:
+            t = time.perf_counter()
+            try:
+                await savers[name].adelete_for_runs([run])
+            except NotImplementedError:
+                continue
+            times.setdefault(name, []).append(time.perf_counter() - t)
+    return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
+
+
 async def main_async(args: argparse.Namespace) -> int:
     threads = 1_000 if args.quick else args.threads
     server = cost.PrivateRedis(args.redis_server)
     savers: dict[str, BaseCheckpointSaver[Any]] = {}
     pg_store: cost.Store | None = None
+    cluster = None
     try:
         ids = make_ids(threads)
         t0 = time.perf_counter()
@@ -95,6 +132,13 @@ async def main_async(args: argparse.Namespace) -> int:
         await declared.areindex_metadata()
         cost.log(f"rediskv: user_id indexed in {time.perf_counter() - t0:.1f}s")
         savers["rediskv, user_id declared"] = declared
+        if args.cluster:
+            cluster = start_cluster()
+            on_cluster = AsyncRedisSaver(cluster.url, cluster=True, prefix="gq")
+            t0 = time.perf_counter()
+            await write_threads(on_cluster, ids)
+            cost.log(f"rediskv cluster: {threads:,} threads in {time.perf_counter() - t0:.1f}s")
+            savers["rediskv, 3-node cluster"] = on_cluster
         try:
             pg_store = await cost.make_postgres(args, secrets.token_hex(4))
             pg = await pg_store.open()
@@ -145,6 +189,13 @@ async def main_async(args: argparse.Namespace) -> int:
               f"({checkpoints:,} checkpoints)\n")
         print(f"p50 of {args.iters} rounds, ms (ratio to postgres)\n")
         print(table(["filter", *names], rows))
+        if args.cluster:
+            deletes = await time_delete_for_runs(savers, threads, args.iters)
+            base = deletes["rediskv (default)"]
+            print(f"\ndelete_for_runs of one run, p50 of {args.iters} rounds, ms (ratio to the "
+                  "standalone default)\n")
+            print(table(["saver", "ms"], [[name, f"{ms:,.2f} ({ms / base:.2f}x)"]
+                                          for name, ms in deletes.items()]))
         print("\nRedis memory of the global indexes, bytes per checkpoint (MEMORY USAGE):\n")
         print(table(["key kind", "keys", "bytes / checkpoint"],
                     [[kind, f"{n:,}", f"{size / checkpoints:,.1f}"]
@@ -156,6 +207,8 @@ async def main_async(args: argparse.Namespace) -> int:
         if pg_store is not None:
             await pg_store.destroy()
         server.stop()
+        if cluster is not None:
+            cluster.stop()
     return 0
 
 
@@ -163,6 +216,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=10_000)
     parser.add_argument("--quick", action="store_true", help="1,000 threads")
+    parser.add_argument("--cluster", action="store_true",
+                        help="also a 3-node cluster (the test suite's), and delete_for_runs")
     parser.add_argument("--iters", type=int, default=15)
     parser.add_argument("--redis-server", default="redis-server")
     parser.add_argument("--postgres-url", default=os.environ.get(

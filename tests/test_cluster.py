@@ -156,6 +156,29 @@ def test_calls_during_a_slot_move_wait_and_write_whole(
         assert saver.check_invariants() == []
 
 
+@pytest.mark.parametrize("moved_before_the_call", [0, 5])
+def test_a_batch_over_threads_during_a_slot_move_waits_for_the_moving_thread(
+    server_url: str, local_cluster: LocalCluster, client: RedisCluster, moved_before_the_call: int
+) -> None:
+    """A batch (the threads of a list page, of a prune) goes out as one pipeline; the call
+    whose slot is moving fails in it (TRYAGAIN, ASK) and goes again alone, which waits the
+    move out."""
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+        ids = {f"t{i}": chain(saver, f"t{i}", [{"user_id": "u"}] * 3) for i in range(8)}
+        slot = slot_of(client, keys.thread(keys.tag("t3")))
+        with slot_moving(local_cluster, slot, moved_before_the_call, 1.0):
+            got = [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "u"})]
+        assert got == sorted((i for chain_ids in ids.values() for i in chain_ids), reverse=True)
+        with slot_moving(local_cluster, slot, moved_before_the_call, 1.0):
+            saver.prune(list(ids), strategy="keep_latest")
+        assert [t.checkpoint["id"] for t in saver.list(None)] == sorted(
+            (chain_ids[-1] for chain_ids in ids.values()), reverse=True
+        )
+        assert saver.check_invariants() == []
+
+
 def test_a_slot_move_that_does_not_end_fails_clearly_and_writes_nothing(
     server_url: str, local_cluster: LocalCluster, client: RedisCluster
 ) -> None:

@@ -15,7 +15,10 @@
 -- least its id_score(); else its script writes nothing and replies
 -- { "INDEX", inc, S, score, ... }, the client enters the thread in those lists (ZADD GT, a
 -- margin above the score, so that an active thread does this rarely) and sends the call
--- again with the hint "<inc>;S=bound,S=bound" of what it wrote.
+-- again with the hint "<inc>;S=bound,S=bound;<candidate>" of what it wrote: the incarnation
+-- it wrote under, the bounds, and a random word never sent before, the incarnation of a
+-- thread that has none (a fresh one each time: an old one may have been the incarnation of a
+-- thread deleted meanwhile, whose entries someone is removing).
 
 -- A score as stored in K.bounds and in a hint ("inf" or an integer).
 local function parse_score(s)
@@ -47,18 +50,17 @@ local function cover(K, hint, needs, ttl)
   for suffix in pairs(needs) do suffixes[#suffixes + 1] = suffix end
   if #suffixes == 0 then return nil, 0 end
   table.sort(suffixes)
-  local sep = string.find(hint, ";", 1, true)
-  local hint_inc = string.sub(hint, 1, sep - 1)
+  local hint_inc, written, candidate = string.match(hint, "^([^;]*);([^;]*);(.*)$")
   local have = redis.call("HMGET", K.bounds, "", unpack(suffixes))
   local inc, fresh = have[1], not have[1]
   if fresh then  -- (its entries of an incarnation gone are no help: all of them are missing)
-    inc = hint_inc
+    inc = candidate
     redis.call("HSET", K.bounds, "", inc)
     keep_alive(K.bounds, ttl, true)
   end
   local ahead = {}
   if not fresh and inc == hint_inc then
-    for suffix, bound in string.gmatch(string.sub(hint, sep + 1), "([^,=]+)=([^,]+)") do
+    for suffix, bound in string.gmatch(written, "([^,=]+)=([^,]+)") do
       ahead[suffix] = bound
     end
   end

@@ -32,6 +32,7 @@ from .base import (
     MAX_CONNECTIONS,
     POOL_TIMEOUT,
     RETRIES,
+    RUN_ALONE,
     SLOT_MOVE_WAIT,
     SOCKET_TIMEOUT,
     UNAVAILABLE,
@@ -43,7 +44,6 @@ from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
     MIN_BULK_LIMIT,
-    Batch,
     Op,
     Request,
     ScanKeys,
@@ -116,6 +116,7 @@ class AsyncRedisSaver(RedisSaverBase):
         self._client: aredis.Redis | AsyncRedisCluster = client
         if isinstance(client, AsyncRedisCluster):
             self._on_cluster()
+        self._loaded_on_cluster: set[str] = set()  # scripts loaded on every primary
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
@@ -177,9 +178,27 @@ class AsyncRedisSaver(RedisSaverBase):
                 # that many tasks use at once breaks its own connections (redis-py 8.1).
                 await self._client.initialize()
                 self._cluster_ready = True
-            if isinstance(request, Batch):
-                return [await self._send_now(call) for call in request.calls]
             return await self._send_now(request)
+
+    async def _batch_on_cluster(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Calls on a cluster in one pipeline: as RedisSaver._batch_on_cluster."""
+        guarded = [self._guarded(call) for call in calls]
+        for name in {call.name for call in calls} - self._loaded_on_cluster:
+            await self._client.script_load(self._scripts[name].script)
+            self._loaded_on_cluster.add(name)
+        pipe = self._client.pipeline()
+        for call in guarded:
+            sha = self._scripts[call.name].sha
+            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
+        replies = await pipe.execute(raise_on_error=False)
+        out = []
+        for call, reply in zip(guarded, replies, strict=True):
+            if isinstance(reply, RUN_ALONE):
+                reply = await self._call_on_cluster(call)
+            elif isinstance(reply, Exception):
+                raise reply
+            out.append(reply)
+        return out
 
     async def _call_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
@@ -223,6 +242,8 @@ class AsyncRedisSaver(RedisSaverBase):
                         match=request.match, count=request.count
                     )
                 ]
+            if isinstance(self._client, AsyncRedisCluster):
+                return await self._batch_on_cluster(request.calls)
             # a batch: load its scripts, then one pipeline of EVALSHA
             for name in {call.name for call in request.calls}:
                 await self._client.script_load(self._scripts[name].script)

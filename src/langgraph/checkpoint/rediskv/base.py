@@ -11,8 +11,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import (
+    AskError,
+    ClusterError,
+    InvalidResponse,
+    MovedError,
+    NoScriptError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .compression import compression_level
@@ -27,6 +34,11 @@ POOL_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 5.0
 # A server that stops answering fails a call after SOCKET_TIMEOUT seconds instead of hanging.
 SOCKET_TIMEOUT = 30.0
+# A call of a cluster pipeline that failed with one of these goes again on its own: its slot
+# was moving (TRYAGAIN, MOVED, ASK: the single call waits the move out), or its node lost
+# the scripts (a restart: the single call loads them again).
+RUN_ALONE = (TryAgainError, ClusterError, MovedError, AskError, NoScriptError)
+
 # On a cluster, how long a call waits while its thread's slot is moved between nodes.
 SLOT_MOVE_WAIT = 30.0
 # A dropped connection or a timeout is retried this many times, with jittered exponential

@@ -28,10 +28,13 @@ if TYPE_CHECKING:
     from .core import Op, SaverCore, ScriptCall
 
 # A thread's entry is written with a score this far above the checkpoint that needs it, so
-# that its next checkpoints need no new write for a while: 5 minutes in id_score() units
-# (25.6 us each). The cost: a list(None, filter, limit) may visit the threads written in the
-# last 5 minutes before it can stop.
-LIST_MARGIN = 11_718_750
+# that the checkpoints of the next seconds (a run's supersteps) need no new write: 10 seconds
+# in id_score() units (25.6 us each). The cost: a list(None, filter, limit) may visit the
+# threads written in the last 10 seconds before it can stop, as their scores are that loose.
+LIST_MARGIN = 390_625
+# When a put writes entries ahead anyway (a new run, a new value), it renews those of its
+# other lists that have less than this left, in the same round trip.
+LIST_RENEW = LIST_MARGIN // 2
 # threads whose incarnation and bounds a saver remembers (most recently written)
 CACHE_SIZE = 10_000
 
@@ -71,15 +74,17 @@ class ListCache:
 
 @dataclass
 class Ahead:
-    """One operation's write-ahead: the incarnation it wrote under and the bounds written,
-    which go with its call as the hint."""
+    """One operation's write-ahead: the incarnation it wrote under ("": none yet) and the
+    bounds written, which go with its call as the hint."""
 
-    inc: str = field(default_factory=lambda: secrets.token_hex(4))
+    inc: str = ""
     bounds: dict[str, float] = field(default_factory=dict)
 
     def hint(self) -> str:
+        """ARGV's "~<inc>;<S=bound,...>;<candidate>": the candidate is the incarnation of a
+        thread that has none, a new random word on every call (lua/include/lists.lua)."""
         written = ",".join(f"{s}={score_arg(b)}" for s, b in self.bounds.items())
-        return f"~{self.inc};{written}"
+        return f"~{self.inc};{written};{secrets.token_hex(4)}"
 
 
 def needs_of(
@@ -110,7 +115,8 @@ def before_put(core: SaverCore, tag: str, needs: dict[str, float], ahead: Ahead)
     short = {s: score for s, score in needs.items() if bounds.get(s, -math.inf) < score}
     if short:
         ahead.inc = inc
-        yield from _enter(core, tag, ahead, short)
+        renew = {s: sc for s, sc in needs.items() if bounds.get(s, -math.inf) < sc + LIST_RENEW}
+        yield from _enter(core, tag, ahead, {**renew, **short})
 
 
 def answer(core: SaverCore, tag: str, reply: Sequence[bytes], ahead: Ahead) -> Op[None]:

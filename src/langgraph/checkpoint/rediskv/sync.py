@@ -31,6 +31,7 @@ from .base import (
     MAX_CONNECTIONS,
     POOL_TIMEOUT,
     RETRIES,
+    RUN_ALONE,
     SLOT_MOVE_WAIT,
     SOCKET_TIMEOUT,
     UNAVAILABLE,
@@ -143,6 +144,7 @@ class RedisSaver(RedisSaverBase):
         self._client: redis.Redis | RedisCluster = client
         if isinstance(client, RedisCluster):
             self._on_cluster()
+        self._loaded_on_cluster: set[str] = set()  # scripts loaded on every primary
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
@@ -190,8 +192,7 @@ class RedisSaver(RedisSaverBase):
             if isinstance(request, ScanKeys):
                 return list(self._client.scan_iter(match=request.match, count=request.count))
             if isinstance(self._client, RedisCluster):
-                # cluster pipelines refuse EVALSHA: one call after the other
-                return [self._send(call) for call in request.calls]
+                return self._batch_on_cluster(request.calls)
             # a batch: load its scripts, then one pipeline of EVALSHA
             for name in {call.name for call in request.calls}:
                 self._client.script_load(self._scripts[name].script)
@@ -206,6 +207,29 @@ class RedisSaver(RedisSaverBase):
             if explained is exc:
                 raise
             raise explained from exc
+
+    def _batch_on_cluster(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Calls on a cluster in one pipeline (redis-py sends each node its own; its
+        pipelined evalsha() is blocked, EVALSHA as a plain command is not). A call the
+        pipeline could not run (its slot moving, a node that lost its scripts) goes again on
+        its own, which waits out a move: every script a batch holds may run twice."""
+        guarded = [self._guarded(call) for call in calls]
+        for name in {call.name for call in calls} - self._loaded_on_cluster:
+            self._client.script_load(self._scripts[name].script)  # (on every primary)
+            self._loaded_on_cluster.add(name)
+        pipe = self._client.pipeline()
+        for call in guarded:
+            sha = self._scripts[call.name].sha
+            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
+        replies = pipe.execute(raise_on_error=False)
+        out = []
+        for call, reply in zip(guarded, replies, strict=True):
+            if isinstance(reply, RUN_ALONE):
+                reply = self._call_on_cluster(call)
+            elif isinstance(reply, Exception):
+                raise reply
+            out.append(reply)
+        return out
 
     def _call_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)

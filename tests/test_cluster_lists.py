@@ -1,0 +1,230 @@
+"""Threads-by-value lists on Redis Cluster (lists.py, lua/include/lists.lua): the client writes
+a thread's entry ahead of the checkpoints that need it, so that list(None, filter) and
+delete_for_runs visit only the threads that may match, with the answers of a scan of every
+thread; stale entries are removed only once their incarnation is gone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from redis.cluster import RedisCluster
+
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.core import Batch, ScriptCall, id_score
+from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
+from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
+
+from .conftest import LocalCluster, new_prefix
+from .test_contract import chain
+from .test_threads_by_value import expected, listed, populate, threads_of
+from .test_threads_by_value import visited as visited
+
+
+@pytest.fixture(scope="module")
+def server_url(local_cluster: LocalCluster) -> str:
+    return local_cluster.url
+
+
+@pytest.fixture
+def client(server_url: str) -> Iterator[RedisCluster]:
+    c = RedisCluster.from_url(server_url)
+    yield c
+    c.close()
+
+
+def new_saver(server_url: str, prefix: str | None = None) -> RedisSaver:
+    return RedisSaver(server_url, cluster=True, prefix=prefix or new_prefix())
+
+
+@pytest.fixture
+def saver(server_url: str) -> Iterator[RedisSaver]:
+    with new_saver(server_url) as s:
+        yield s
+
+
+def record_calls(saver: RedisSaver, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the scripts the saver calls, in order."""
+    names: list[str] = []
+    send = saver._send
+
+    def counted(request: Any) -> Any:
+        calls = request.calls if isinstance(request, Batch) else [request]
+        names.extend(call.name for call in calls if isinstance(call, ScriptCall))
+        return send(request)
+
+    monkeypatch.setattr(saver, "_send", counted)
+    return names
+
+
+def members(client: RedisCluster, key: str) -> list[tuple[bytes, float]]:
+    return [(m, s) for m, s in client.zrange(key, 0, -1, withscores=True)]
+
+
+def test_a_put_enters_its_thread_in_its_lists_first_and_rarely_again(
+    saver: RedisSaver, client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = KeySchema(saver.prefix)
+    calls = record_calls(saver, monkeypatch)
+    md = {"user_id": "u1", "step": 0, "run_id": "r1", "score": 5, "source": "input"}
+    [first] = chain(saver, "a", [md])
+    # the registry once, then the put refused, the thread entered in its three lists
+    # (user_id, source, the run), and the put again
+    assert calls == [
+        "register_metadata_index",
+        "register_metadata_index",
+        "put_checkpoint",
+        *["enter_thread_list"] * 3,
+        "put_checkpoint",
+    ]
+    tag = keys.tag("a")
+    bounds = client.hgetall(keys.thread_bounds(tag))
+    inc = bounds.pop(b"")
+    bound = id_score(first.encode()) + LIST_MARGIN
+    assert bounds == {
+        b"user_id:%22u1%22": str(int(bound)).encode(),
+        b"source:%22input%22": str(int(bound)).encode(),
+        b"/r1": str(int(bound)).encode(),
+    }
+    member = (tag + inc.decode()).encode()
+    for suffix in ("user_id:%22u1%22", "source:%22input%22", "/r1"):
+        assert members(client, keys.threads_with(suffix)) == [(member, bound)]
+    # numbers (step, score) have no list
+    assert client.exists(keys.threads_with("step:0"), keys.threads_with("score:5")) == 0
+
+    calls.clear()
+    chain(saver, "a", [dict(md, step=1)])  # within the margin: nothing to write ahead
+    assert calls == ["put_checkpoint"]
+    calls.clear()
+    [third] = chain(saver, "a", [dict(md, step=2, run_id="r2")])  # a new run: ahead, then put
+    assert calls == ["enter_thread_list", "put_checkpoint"]
+    assert members(client, keys.threads_with("/r2")) == [
+        (member, id_score(third.encode()) + LIST_MARGIN)
+    ]
+
+
+def test_a_filter_visits_only_the_listed_threads_with_the_answers_of_a_scan(
+    saver: RedisSaver, visited: list[str]
+) -> None:
+    made = populate(saver)
+    for flt in (
+        {"user_id": "u1"},
+        {"tenant": "t2"},
+        {"user_id": "u1", "tenant": "t2"},
+        {"run_id": "r5"},
+        {"run_id": "r5", "step": 2},
+        {"user_id": "nobody"},
+    ):
+        got, threads = listed(saver, visited, **flt)
+        assert got == expected(made, **flt), flt
+        # (two values: the first one's list, the other checked by each thread's call)
+        first = {next(iter(flt)): next(iter(flt.values()))}
+        if "run_id" in flt:
+            first = {"run_id": flt["run_id"]}
+        assert threads == threads_of(made, **first), flt
+
+
+def test_delete_for_runs_visits_only_the_threads_of_the_runs(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = populate(saver)
+    calls = record_calls(saver, monkeypatch)
+    saver.delete_for_runs(["r3", "r7"])
+    assert calls.count("delete_for_runs") == 2  # one thread each
+    assert list(saver.list(None, filter={"run_id": "r3"})) == []
+    left = {t: rows for t, rows in made.items() if t not in ("thread-3", "thread-7")}
+    assert [t.checkpoint["id"] for t in saver.list(None)] == expected(left)
+
+
+def test_a_delete_takes_the_thread_out_of_its_lists(
+    saver: RedisSaver, client: RedisCluster
+) -> None:
+    keys = KeySchema(saver.prefix)
+    chain(saver, "a", [{"user_id": "u1", "run_id": "r1"}])
+    chain(saver, "b", [{"user_id": "u1", "run_id": "r2"}])
+    saver.delete_thread("a")
+    assert client.exists(keys.thread_bounds(keys.tag("a"))) == 0
+    listed_members = [m for m, _ in members(client, keys.threads_with("user_id:%22u1%22"))]
+    assert [m[: m.index(b"}") + 1] for m in listed_members] == [b"{b}"]
+    assert client.exists(keys.threads_with("/r1")) == 0
+    saver.prune(["b"], strategy="delete_all")
+    assert client.exists(keys.threads_with("user_id:%22u1%22"), keys.threads_with("/r2")) == 0
+
+
+def test_a_writer_that_wrote_ahead_for_a_deleted_thread_starts_a_new_incarnation(
+    server_url: str, client: RedisCluster
+) -> None:
+    """The race the incarnation rules out: a saver that knows the thread's incarnation writes
+    its entry ahead, the thread is deleted (by another saver, which removes that entry),
+    then the put arrives. It must not record the old incarnation's entry as there."""
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    with new_saver(server_url, prefix) as writer, new_saver(server_url, prefix) as deleter:
+        chain(writer, "a", [{"user_id": "u1"}])
+        old_inc = client.hget(keys.thread_bounds(keys.tag("a")), "")
+        deleter.delete_thread("a")
+        # the writer still knows old_inc: its put writes ahead under it, is refused (no
+        # incarnation), and writes again under a new one
+        chain(writer, "a", [{"user_id": "u1"}])
+        new_inc = client.hget(keys.thread_bounds(keys.tag("a")), "")
+        assert new_inc is not None and new_inc != old_inc
+        # the deleter's removal and the writer's stale entry: the live one is listed
+        deleter_removes = members(client, keys.threads_with("user_id:%22u1%22"))
+        assert (b"{a}" + new_inc) in [m for m, _ in deleter_removes]
+        assert [
+            t.config["configurable"]["thread_id"]
+            for t in deleter.list(None, filter={"user_id": "u1"})
+        ] == ["a"]
+
+
+def test_entries_of_expired_threads_go_when_the_list_grows(
+    saver: RedisSaver, client: RedisCluster
+) -> None:
+    keys = KeySchema(saver.prefix)
+    chain(saver, "gone", [{"user_id": "u1"}])
+    gone_member = b"{gone}" + client.hget(keys.thread_bounds(keys.tag("gone")), "")
+    # the thread expires: every key of it goes (as expiry takes them, one by one)
+    for key in client.scan_iter(match=f"{saver.prefix}:*{{gone}}*"):
+        client.delete(key)
+    saver._core.list_cache.drop(keys.tag("gone"))
+    chain(saver, "new", [{"user_id": "u1"}])  # enters the list, samples "gone" and removes it
+    listed_members = [m for m, _ in members(client, keys.threads_with("user_id:%22u1%22"))]
+    assert gone_member not in listed_members
+    assert [m[:5] for m in listed_members] == [b"{new}"]
+
+
+def test_a_copy_is_listed_under_the_values_it_brings(saver: RedisSaver, visited: list[str]) -> None:
+    ids = chain(saver, "src", [{"user_id": "u7", "run_id": "r1"}])
+    chain(saver, "dst", [{"user_id": "u8", "run_id": "r2"}])
+    saver.copy_thread("src", "dst")
+    saver.copy_thread("src", "new")
+    got, threads = listed(saver, visited, user_id="u7")
+    assert got == [ids[0], ids[0], ids[0]]
+    assert threads == ["dst", "new", "src"]
+    got, threads = listed(saver, visited, run_id="r1")
+    assert threads == ["dst", "new", "src"]
+
+
+def test_a_store_written_before_the_lists_is_scanned_until_a_reindex(
+    server_url: str, client: RedisCluster, visited: list[str]
+) -> None:
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    with new_saver(server_url, prefix) as saver:
+        made = populate(saver)
+    # as a version without the lists left it: no lists, no bounds, no registry
+    for pattern in (f"{prefix}:tm:*", f"{prefix}:tb:*", f"{prefix}:mk"):
+        for key in client.scan_iter(match=pattern):
+            client.delete(key)
+    with new_saver(server_url, prefix) as saver:
+        got, threads = listed(saver, visited, user_id="u1")
+        assert got == expected(made, user_id="u1")
+        assert len(threads) == len(made)  # "building": every thread visited
+        assert saver.reindex_metadata() == len(made) * 3  # user_id, tenant, the run: each
+        assert client.hget(keys.metadata_keys(), THREADS_BY_VALUE) == b"ready"
+        got, threads = listed(saver, visited, user_id="u1")
+        assert got == expected(made, user_id="u1")
+        assert threads == threads_of(made, user_id="u1")
+        saver.delete_for_runs(["r2"])
+        assert list(saver.list(None, filter={"run_id": "r2"})) == []
