@@ -18,7 +18,15 @@ from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
 
 from .conftest import LocalCluster, new_prefix
 from .test_contract import chain
-from .test_threads_by_value import expected, listed, populate, threads_of
+from .test_threads_by_value import (
+    all_ids,
+    expected,
+    listed,
+    listed_limit,
+    populate,
+    put_with_ids,
+    threads_of,
+)
 from .test_threads_by_value import visited as visited
 
 
@@ -81,11 +89,16 @@ def test_a_put_enters_its_thread_in_its_lists_first_and_rarely_again(
     tag = keys.tag("a")
     bounds = client.hgetall(keys.thread_bounds(tag))
     inc = bounds.pop(b"")
-    bound = id_score(first.encode()) + LIST_MARGIN
+    score = id_score(first.encode())
+    bound = score + LIST_MARGIN
+    # per list: the bound of the thread's entry, and the newest score of its checkpoints
     assert bounds == {
         b"user_id:%22u1%22": str(int(bound)).encode(),
+        b"@user_id:%22u1%22": str(int(score)).encode(),
         b"source:%22input%22": str(int(bound)).encode(),
+        b"@source:%22input%22": str(int(score)).encode(),
         b"/r1": str(int(bound)).encode(),
+        b"@/r1": str(int(score)).encode(),
     }
     member = (tag + inc.decode()).encode()
     for suffix in ("user_id:%22u1%22", "source:%22input%22", "/r1"):
@@ -228,3 +241,48 @@ def test_a_store_written_before_the_lists_is_scanned_until_a_reindex(
         assert threads == threads_of(made, user_id="u1")
         saver.delete_for_runs(["r2"])
         assert list(saver.list(None, filter={"run_id": "r2"})) == []
+
+
+def close_id(thread: int, step: int) -> str:
+    """UUID-like ids of threads 256 id_score() units apart: far closer than LIST_MARGIN, so
+    that every thread's list score is above every other thread's checkpoints."""
+    return f"00000001-{thread:03x}{step:x}-6000-8000-000000000000"
+
+
+def test_a_shared_value_with_a_limit_visits_the_threads_newest_by_their_own_scores(
+    saver: RedisSaver, client: RedisCluster, visited: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list scores are loose by the margin (here: every thread's is above every
+    checkpoint); the reader asks the threads their newest score (thread_lists.lua) and visits
+    by it, so a limit visits the newest threads only, as on a standalone server."""
+    made = {}
+    for n in range(40):
+        ids = [close_id(n, s) for s in range(3)]
+        put_with_ids(saver, f"t{n:02d}", ids, {"tenant": "shared"})
+        made[f"t{n:02d}"] = ids
+    newest_first = sorted((i for ids in made.values() for i in ids), reverse=True)
+    keys = KeySchema(saver.prefix)
+    scores = [s for _, s in members(client, keys.threads_with("tenant:%22shared%22"))]
+    assert min(scores) > id_score(newest_first[0].encode())  # all loose
+    calls = record_calls(saver, monkeypatch)
+    got, threads = listed_limit(saver, visited, 5, tenant="shared")
+    assert got == newest_first[:5]
+    assert threads == [f"t{n:02d}" for n in range(32, 40)]  # a group (CANDIDATE_GROUP)
+    assert calls.count("thread_lists") == 40  # every thread asked, in one pipeline
+    got, threads = listed_limit(saver, visited, 20, tenant="shared")
+    assert got == newest_first[:20]
+    assert threads == [f"t{n:02d}" for n in range(20, 40)]
+    visited.clear()
+    assert all_ids(saver, tenant="shared") == newest_first
+    assert sorted(visited) == sorted(made)
+
+
+def test_the_reader_removes_members_of_gone_incarnations(
+    saver: RedisSaver, client: RedisCluster
+) -> None:
+    keys = KeySchema(saver.prefix)
+    ids = chain(saver, "a", [{"user_id": "u1"}])
+    index = keys.threads_with("user_id:%22u1%22")
+    client.zadd(index, {b"{a}deadbeef": float("inf"), b"{gone}cafe": float("inf")})
+    assert [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "u1"})] == ids
+    assert [m[:3] for m, _ in members(client, index)] == [b"{a}"]

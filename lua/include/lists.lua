@@ -11,6 +11,9 @@
 --          so an entry "{T}<inc>" whose inc the thread no longer has is dead for good, and
 --          anyone may remove it without a race
 --   S   -> bound: list S holds "{T}<inc>" with a score of at least this
+--   @S  -> newest: the highest id_score() of the checkpoints with S written under inc, at most
+--          the bound: what a reader asks a thread (thread_lists.lua) before it visits it, as
+--          the bound is loose by the margin ("@" never starts an S: enc() writes it %40)
 -- A checkpoint is written only when every list it needs holds the thread with a score of at
 -- least its id_score(); else its script writes nothing and replies
 -- { "INDEX", inc, S, score, ... }, the client enters the thread in those lists (ZADD GT, a
@@ -42,16 +45,20 @@ local function add_list_needs(needs, name, value, id)
 end
 
 -- nil when the thread's entries cover `needs` (recording the bounds the client wrote ahead,
--- as `hint` says, and keeping K.bounds alive `ttl` seconds more), and the number of bounds
--- recorded; else the "INDEX" reply, with nothing written but a new incarnation (the hint's,
--- when the thread has none).
+-- as `hint` says, the newest scores, and keeping K.bounds alive `ttl` seconds more), and the
+-- number of bounds recorded; else the "INDEX" reply, with nothing written but a new
+-- incarnation (the hint's candidate, when the thread has none).
 local function cover(K, hint, needs, ttl)
-  local suffixes = {}
+  local suffixes, fields = {}, { "" }
   for suffix in pairs(needs) do suffixes[#suffixes + 1] = suffix end
   if #suffixes == 0 then return nil, 0 end
   table.sort(suffixes)
+  for _, suffix in ipairs(suffixes) do
+    fields[#fields + 1] = suffix
+    fields[#fields + 1] = "@" .. suffix
+  end
   local hint_inc, written, candidate = string.match(hint, "^([^;]*);([^;]*);(.*)$")
-  local have = redis.call("HMGET", K.bounds, "", unpack(suffixes))
+  local have = redis.call("HMGET", K.bounds, unpack(fields))
   local inc, fresh = have[1], not have[1]
   if fresh then  -- (its entries of an incarnation gone are no help: all of them are missing)
     inc = candidate
@@ -64,21 +71,26 @@ local function cover(K, hint, needs, ttl)
       ahead[suffix] = bound
     end
   end
-  local missing, record = {}, {}
+  local missing, record, recorded = {}, {}, 0
   for j, suffix in ipairs(suffixes) do
-    local want, bound = needs[suffix], have[j + 1]
+    local want, bound, newest = needs[suffix], have[2 * j], have[2 * j + 1]
     if not (bound and parse_score(bound) >= want) then
       if ahead[suffix] and parse_score(ahead[suffix]) >= want then
         record[#record + 1] = suffix
         record[#record + 1] = ahead[suffix]
+        recorded = recorded + 1
       else
         missing[#missing + 1] = suffix
         missing[#missing + 1] = score_arg(want)
       end
     end
+    if not (newest and parse_score(newest) >= want) then
+      record[#record + 1] = "@" .. suffix
+      record[#record + 1] = score_arg(want)
+    end
   end
   if #missing > 0 then return { "INDEX", inc, unpack(missing) } end
   if #record > 0 then redis.call("HSET", K.bounds, unpack(record)) end
   keep_alive(K.bounds, ttl, false)
-  return nil, #record / 2
+  return nil, recorded
 end

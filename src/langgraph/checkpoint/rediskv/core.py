@@ -68,6 +68,8 @@ LIST_PAGE = 100
 # once), and visited per round trip at the least
 CANDIDATE_CHUNK = 10_000
 CANDIDATE_GROUP = 8
+# on a cluster: candidate threads asked their newest score per round trip (see lists.probe)
+PROBE_GROUP = 100
 LIST_SCAN_BUDGET = 1000
 # A thread with more namespaces than this is listed in chunks of them, merged by the client,
 # so that no call reads the heads of more than this many namespace indexes.
@@ -803,7 +805,11 @@ class SaverCore:
         yield from self.register_metadata_index()
         # a cluster's lists live in different slots: one of them (the filter's first, the
         # run's if it has one), and the registry read on its own
-        candidates = _Candidates(tuple(indexes[:1]) if self.cluster_lists else tuple(indexes))
+        if self.cluster_lists:
+            suffix = indexes[0][len(self.keys.threads_with("")) :]
+            candidates = _Candidates(tuple(indexes[:1]), probe=suffix)
+        else:
+            candidates = _Candidates(tuple(indexes))
         if not (yield from self._read_candidates(candidates)):
             yield from self._list_all_threads(filter_args, before, limit)
             return
@@ -836,9 +842,13 @@ class SaverCore:
             candidates.max_score = b"(" + last
         for member, score in zip(reply[2::2], reply[3::2], strict=True):
             tag = lists.tag_of_member(member)  # (a cluster's members: "{T}<incarnation>")
-            if tag not in candidates.seen:  # (a thread deleted and written again meanwhile)
-                candidates.seen.add(tag)
-                candidates.queue.append((self.keys.thread_from_tag(tag.decode()), float(score)))
+            # once per thread (one deleted and written again meanwhile); on a cluster once per
+            # incarnation: the probe tells the live one (lists.probe)
+            seen = member if self.cluster_lists else tag
+            if seen not in candidates.seen:
+                candidates.seen.add(seen)
+                thread_id = self.keys.thread_from_tag(tag.decode())
+                candidates.queue.append((thread_id, float(score), member))
         return True
 
     def _lists_ready(self) -> Op[bool]:
@@ -1006,14 +1016,39 @@ class SaverCore:
             while True:
                 if not more.queue and not more.done:
                     yield from self._read_candidates(more)
-                if not more.queue or (heap and _newer_than(heap[0][0].id, more.queue[0][1])):
+                if more.probe is not None:
+                    yield from probe_candidates(more)
+                    best = -more.probed[0][0] if more.probed else None
+                else:
+                    best = more.queue[0][1] if more.queue else None
+                if best is None or (heap and _newer_than(heap[0][0].id, best)):
                     return
                 first = len(streams)
-                while more.queue and len(streams) - first < group:
-                    streams.append((more.queue.popleft()[0], None))
+                while len(streams) - first < group:
+                    if more.probe is not None and more.probed:
+                        thread_id = heapq.heappop(more.probed)[1]
+                    elif more.probe is None and more.queue:
+                        thread_id = more.queue.popleft()[0]
+                    else:
+                        break
+                    streams.append((thread_id, None))
                     pages.append([])
                     cursors.append(before_id)
                 yield from fetch(range(first, len(streams)))
+
+        def probe_candidates(more: _Candidates) -> Op[None]:
+            """On a cluster, where list scores are loose by the write-ahead margin: ask the
+            threads at the head of the queue their newest score with the value, while one
+            there may be above every thread asked (see lists.probe)."""
+            assert more.probe is not None
+            while True:
+                if not more.queue and not more.done:
+                    yield from self._read_candidates(more)
+                if not more.queue or (more.probed and more.queue[0][1] <= -more.probed[0][0]):
+                    return
+                asked = [more.queue.popleft() for _ in range(min(PROBE_GROUP, len(more.queue)))]
+                for thread_id, newest in (yield from lists.probe(self, more.probe, asked)):
+                    heapq.heappush(more.probed, (-newest, thread_id))
 
         yield from fetch(range(len(streams)))
         emitted = 0
@@ -1042,7 +1077,7 @@ class SaverCore:
             candidates.driver = 1  # (one list; the registry was read)
             while not candidates.done:
                 yield from self._read_candidates(candidates)
-                found.update(thread_id for thread_id, _ in candidates.queue)
+                found.update(thread_id for thread_id, _, _ in candidates.queue)
                 candidates.queue.clear()
         return sorted(found)
 
@@ -1153,13 +1188,17 @@ def _newer_than(checkpoint_id: bytes, score: float) -> bool:
 @dataclass
 class _Candidates:
     """Where a list over threads-by-value indexes stands: the next scores to read and the
-    threads read but not visited yet, newest first, with their scores."""
+    threads read but not visited yet, newest first, with their scores and list members."""
 
     indexes: tuple[str, ...]
     max_score: bytes = b"inf"  # where the next chunk starts ("(<score>": below it)
     driver: int = 0  # the index whose order the chunks follow (0: not chosen yet)
     done: bool = False
-    queue: deque[tuple[str, float]] = dataclasses.field(default_factory=deque)
+    queue: deque[tuple[str, float, bytes]] = dataclasses.field(default_factory=deque)
+    # on a cluster: the list (its suffix) whose threads are asked their newest score before
+    # they are visited, and the threads asked, by that score (a heap of (-score, thread id))
+    probe: str | None = None
+    probed: list[tuple[float, str]] = dataclasses.field(default_factory=list)
     seen: set[bytes] = dataclasses.field(default_factory=set)
 
 

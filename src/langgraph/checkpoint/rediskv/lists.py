@@ -168,7 +168,7 @@ def _remove_dead(core: SaverCore, entries: set[tuple[str, bytes]]) -> Op[None]:
     from .core import Batch
 
     members = sorted({member for _, member in entries})
-    states = yield Batch([_state_call(core, tag_of_member(m).decode()) for m in members])
+    states = yield Batch([_state_call(core, _tag(m)) for m in members])
     live = {m for m, state in zip(members, states, strict=True) if _inc_of(m) == state[0]}
     dead = [(key, m) for key, m in sorted(entries) if m not in live]
     if dead:
@@ -190,6 +190,39 @@ def _inc_of(member: bytes) -> bytes:
 def tag_of_member(member: bytes) -> bytes:
     """A list member's thread tag (a standalone server's members are the tag alone)."""
     return member[: member.index(b"}") + 1]
+
+
+def probe(
+    core: SaverCore, suffix: str, asked: Sequence[tuple[str, float, bytes]]
+) -> Op[list[tuple[str, float]]]:
+    """The newest score with value ``suffix`` of each thread asked (thread id, list score,
+    list member), one pipeline: a thread's list score is loose by LIST_MARGIN, this is the
+    highest id_score() of its checkpoints with the value (an upper bound too: checkpoints
+    deleted since may have had it). Threads whose member is of a gone incarnation are left
+    out, and their members removed from the list; so are threads that have the entry but
+    no such checkpoint (a put that wrote ahead and never came)."""
+    from .core import Batch, ScriptCall
+
+    states = yield Batch(
+        [
+            ScriptCall("thread_lists", (core.keys.thread_bounds(_tag(member)),), (suffix,))
+            for _, _, member in asked
+        ]
+    )
+    newest: list[tuple[str, float]] = []
+    dead: list[bytes] = []
+    for (thread_id, _, member), (inc, score) in zip(asked, states, strict=True):
+        if inc != _inc_of(member):
+            dead.append(member)
+        elif score is not None:
+            newest.append((thread_id, float(score)))
+    if dead:
+        yield ScriptCall("leave_thread_list", (core.keys.threads_with(suffix),), tuple(dead))
+    return newest
+
+
+def _tag(member: bytes) -> str:
+    return tag_of_member(member).decode()
 
 
 def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None]) -> Op[None]:
