@@ -196,3 +196,57 @@ def test_pending_writes_before_the_first_checkpoint_do_not_mark_the_index_incomp
         round_trips.reset()
         assert ids(saver, filter={"user_id": "u"}) == [made]
         assert round_trips.count == 1  # straight from the index
+
+
+def run_script_calls(saver: RedisSaver, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The threads whose delete_for_runs script the saver calls."""
+    from langgraph.checkpoint.rediskv.core import Batch, ScriptCall
+
+    threads: list[str] = []
+    send = saver._send
+
+    def counted(request: Any) -> Any:
+        calls = request.calls if isinstance(request, Batch) else [request]
+        threads.extend(
+            c.args[1] for c in calls if isinstance(c, ScriptCall) and c.name == "delete_for_runs"
+        )
+        return send(request)
+
+    monkeypatch.setattr(saver, "_send", counted)
+    return threads
+
+
+def test_delete_for_runs_visits_only_the_threads_in_run_id_s_index(
+    server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, delete_for_runs visited every thread of the store (540 ms at 10,000 threads,
+    benchmarks/global_queries.py); run_id's index, kept by default, names the runs' threads."""
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        made = populate(saver)
+        extra = chain(saver, "thread-3", [{"run_id": "r7", "step": 9}])
+        visited = run_script_calls(saver, monkeypatch)
+        saver.delete_for_runs(["r7", "r11", "no such run"])
+        assert sorted(visited) == ["{thread-11}", "{thread-3}", "{thread-7}"]
+        gone = set(made[7 * 3 : 8 * 3] + made[11 * 3 : 12 * 3] + extra)
+        assert ids(saver) == sorted(set(made) - gone, reverse=True)
+
+
+def test_delete_for_runs_without_a_complete_run_index_visits_every_thread(
+    server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with RedisSaver(server_url, prefix=prefix, index_metadata=[]) as saver:
+        made = populate(saver)  # run_id is in no index: every thread is visited
+        visited = run_script_calls(saver, monkeypatch)
+        saver.delete_for_runs(["r7"])
+        assert len(visited) == 30
+        assert ids(saver) == sorted(set(made) - set(made[21:24]), reverse=True)
+    with RedisSaver(server_url, prefix=prefix) as saver:  # run_id registered, "building"
+        visited = run_script_calls(saver, monkeypatch)
+        saver.delete_for_runs(["r8"])
+        assert len(visited) == 29  # (r7 took thread-7 whole)
+        saver.reindex_metadata()
+        visited.clear()
+        saver.delete_for_runs(["r9"])
+        assert visited == ["{thread-9}"]
+        gone = set(made[21:30])
+        assert ids(saver) == sorted(set(made) - gone, reverse=True)

@@ -123,9 +123,12 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
     if not run_ids:
         return
     encoded = [encode_part(str(r)) for r in run_ids]
+    thread_ids: list[str] | None = None
     if core.cluster_lists and (yield from core._lists_ready()):
         thread_ids = yield from core._threads_of_runs([str(r) for r in run_ids])
-    else:
+    elif core.global_index:  # run_id's metadata index, when it is complete
+        thread_ids = yield from core._threads_in_run_index([str(r) for r in run_ids])
+    if thread_ids is None:
         thread_ids = yield from core._scan_thread_ids()
     yield from run_jobs(core, (job_call(core, "delete_for_runs", t, *encoded) for t in thread_ids))
 

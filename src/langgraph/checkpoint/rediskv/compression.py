@@ -100,9 +100,7 @@ class ZstdSerializer(SerializerProtocol):
         compressor = zstandard.ZstdCompressor(dict_data=dictionary, write_checksum=True)
         return f"{REF_MARK}{base.ref};{type_}", compressor.compress(data)
 
-    def unpack(
-        self, type_: str, payload: bytes, base: Base | None = None
-    ) -> tuple[str, bytes]:
+    def unpack(self, type_: str, payload: bytes, base: Base | None = None) -> tuple[str, bytes]:
         """The serializer's ``(type, bytes)`` of a stored value; ``base``: the base of a value
         compressed against one."""
         if type_.startswith(ESCAPE):

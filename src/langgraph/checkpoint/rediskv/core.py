@@ -632,7 +632,12 @@ class SaverCore:
         tag = self.keys.tag(thread_id)
         task_enc = encode_part(task_id)
         args: list[Arg] = [
-            self.keys.prefix, tag, encode_part(ns), checkpoint_id, self.ttl_seconds, self.keep_last
+            self.keys.prefix,
+            tag,
+            encode_part(ns),
+            checkpoint_id,
+            self.ttl_seconds,
+            self.keep_last,
         ]
         for idx, (channel, value) in enumerate(writes):
             slot = WRITES_IDX_MAP.get(channel, idx)
@@ -1079,6 +1084,33 @@ class SaverCore:
                 yield from self._read_candidates(candidates)
                 found.update(thread_id for thread_id, _, _ in candidates.queue)
                 candidates.queue.clear()
+        return sorted(found)
+
+    def _threads_in_run_index(self, run_ids: Sequence[str]) -> Op[list[str] | None]:
+        """On a standalone server: the threads in run_id's metadata index under the runs (a
+        superset of those with a checkpoint of one of them); None when that index is not
+        complete (not registered, or registered on a store that had checkpoints and not
+        rebuilt since). LangGraph's run ids are strings (CheckpointMetadata.run_id): a
+        checkpoint whose metadata holds another type is indexed under that value, not
+        found here."""
+        found: set[str] = set()
+        for run_id in run_ids:
+            index = self.keys.metadata_index(
+                metadata_index_suffix("run_id", self.canonical(run_id))
+            )
+            after: Arg = ""
+            while True:
+                reply = yield ScriptCall(
+                    "metadata_index_threads",
+                    (index,),
+                    (self.keys.prefix, "run_id", after, CANDIDATE_CHUNK),
+                )
+                if reply == b"BUILDING":
+                    return None
+                found.update(self.keys.thread_from_tag(tag.decode()) for tag in reply[1:])
+                if reply[0] is None:
+                    break
+                after = reply[0]
         return sorted(found)
 
     def _scan_thread_ids(self) -> Op[list[str]]:

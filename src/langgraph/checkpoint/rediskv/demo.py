@@ -130,9 +130,7 @@ def default_data_dir() -> Path:
 
 
 @contextmanager
-def _server(
-    url: str | None, console: Console, data_dir: Path | None
-) -> Iterator[tuple[str, bool]]:
+def _server(url: str | None, console: Console, data_dir: Path | None) -> Iterator[tuple[str, bool]]:
     """``(url, False)``, or an embedded Valkey started for the demo (and stopped after it)
     and ``(its url, True)``. Its data (append-only file) stays in ``data_dir``."""
     if url:
@@ -296,5 +294,6 @@ def _demo(
     )
     if not embedded:
         for command in ("show", "history"):
-            console.print(escape(f"Look at it: rediskv{options} {command} {thread_id}"),
-                          soft_wrap=True)
+            console.print(
+                escape(f"Look at it: rediskv{options} {command} {thread_id}"), soft_wrap=True
+            )

@@ -201,9 +201,7 @@ class KeySchema:
         """A key of the whole prefix, not of one thread: a metadata index, a threads-by-value
         index or the registry."""
         return (
-            self.is_metadata_index(key)
-            or self.is_threads_with(key)
-            or key == self.metadata_keys()
+            self.is_metadata_index(key) or self.is_threads_with(key) or key == self.metadata_keys()
         )
 
     # -- patterns ------------------------------------------------------------------------

@@ -89,8 +89,7 @@ def make_console(*, stderr: bool = False) -> Console:
         importlib.import_module("rich")
     except ImportError:
         raise CliError(
-            f"the command-line tool needs the package 'rich': {install_hint('cli')} "
-            "(or use --json)"
+            f"the command-line tool needs the package 'rich': {install_hint('cli')} (or use --json)"
         ) from None
     from rich.console import Console
 
