@@ -182,6 +182,8 @@ class AsyncRedisSaver(RedisSaverBase):
 
     async def _batch_on_cluster(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Calls on a cluster in one pipeline: as RedisSaver._batch_on_cluster."""
+        if len(calls) == 1:  # (a pipeline costs redis-py more than the call)
+            return [await self._call_on_cluster(self._guarded(calls[0]))]
         guarded = [self._guarded(call) for call in calls]
         for name in {call.name for call in calls} - self._loaded_on_cluster:
             await self._client.script_load(self._scripts[name].script)
