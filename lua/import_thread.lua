@@ -223,6 +223,14 @@ while i <= #ARGV do
     end
     if kind == "c" then
       local ix = ARGV[6] == "1" and global_entries(source_ix, flat) or {}
+      if ARGV[6] == "1" then
+        local run, run_canonical = nil, nil
+        for j = 1, #flat, 2 do
+          if flat[j] == "r" then run = flat[j + 1] end
+          if flat[j] == "m:run_id" then run_canonical = flat[j + 1] end
+        end
+        if run then note_unindexed_run(K, prefix, run_canonical) end
+      end
       for _, suffix in ipairs(ix) do
         local by_value = by_value_suffix(suffix)
         if by_value then  -- the target's entry

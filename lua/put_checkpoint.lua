@@ -250,6 +250,13 @@ if ARGV[11] ~= "-" and not lists_hint then
     end
   end
   if #ix > 0 then head[#head + 1] = pack_field("ix", table.concat(ix, ",")) end
+  if run ~= "" then
+    local run_canonical = nil
+    for j = 0, m - 1 do
+      if ARGV[meta_first + 2 * j] == "m:run_id" then run_canonical = ARGV[meta_first + 2 * j + 1] end
+    end
+    note_unindexed_run(K, prefix, run_canonical)
+  end
   if #suffixes > 0 then
     local member = K.member(ns, id)
     local function gone(other)

@@ -58,6 +58,7 @@ for _, ns in ipairs(namespaces) do
         for name, value in pairs(rec) do add_list_needs(needs, name, value, id) end
         if left == -1 then forever = true elseif left > longest then longest = left end
       elseif left ~= -2 then
+        if rec.r then note_unindexed_run(K, prefix, rec["m:run_id"]) end
         -- the indexes live as long as the checkpoint (forever when it has no expiry)
         local life = left == -1 and 0 or math.ceil(left / 1000)
         local ix = split_refs(rec.ix)

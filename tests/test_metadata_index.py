@@ -250,3 +250,25 @@ def test_delete_for_runs_without_a_complete_run_index_visits_every_thread(
         assert visited == ["{thread-9}"]
         gone = set(made[21:30])
         assert ids(saver) == sorted(set(made) - gone, reverse=True)
+
+
+def test_delete_for_runs_finds_runs_the_index_does_not_hold_by_their_text(
+    server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delete_for_runs deletes by the text of the metadata's run_id (the record's r), while
+    run_id's index holds the canonical value: an int 5 under `5`, not `"5"`, and no string
+    over 254 characters. Before the fix such threads were left with their checkpoints (the
+    hostile review's defect 3); they are in P:rx now, and visited too."""
+    long_run = "r" * 300
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        chain(saver, "t-int", [{"run_id": 5, "step": 0}])
+        chain(saver, "t-long", [{"run_id": long_run, "step": 0}])
+        kept = chain(saver, "t-str", [{"run_id": "6", "step": 0}])
+        saver.copy_thread("t-int", "t-int-copy")
+        visited = run_script_calls(saver, monkeypatch)
+        saver.delete_for_runs(["5", long_run])
+        assert sorted(visited) == ["{t-int-copy}", "{t-int}", "{t-long}"]
+        for thread in ("t-int", "t-long", "t-int-copy"):
+            assert list(saver.list(cfg(thread))) == []
+        assert [t.checkpoint["id"] for t in saver.list(cfg("t-str"))] == kept
+        assert saver.check_invariants() == []

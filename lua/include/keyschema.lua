@@ -316,6 +316,23 @@ local function settle_threads_index(K, key, own)
   end)
 end
 
+-- Threads with a run that run_id's metadata index does not name by its text (standalone
+-- servers): delete_for_runs finds a run's threads in that index by the canonical form of the
+-- run id it is given, a JSON string, while it deletes by the record's r (the text of the
+-- metadata's run_id); a run_id that is not a string, or a longer one than the index holds
+-- (metadata_entries), puts its thread here, and delete_for_runs visits these threads too. A
+-- new member checks two others, removing those whose thread is gone: the set stays bounded.
+-- `canonical`: the checkpoint's metadata run_id (canonical JSON), nil when it has none.
+local function note_unindexed_run(K, prefix, canonical)
+  if canonical and string.byte(canonical, 1) == 34 and #canonical <= 256 then return end
+  local key = prefix .. ":rx"
+  if redis.call("SADD", key, K.tag) == 1 then
+    for _, other in ipairs(redis.call("SRANDMEMBER", key, 2)) do
+      if other ~= K.tag and not K.thread_exists(other) then redis.call("SREM", key, other) end
+    end
+  end
+end
+
 -- Take thread K.tag out of the threads-by-value index of `suffix` (it goes whole, or has no
 -- checkpoint left); the index may then expire with the threads left in it. Returns the work.
 local function leave_threads_index(K, suffix)

@@ -1087,12 +1087,10 @@ class SaverCore:
         return sorted(found)
 
     def _threads_in_run_index(self, run_ids: Sequence[str]) -> Op[list[str] | None]:
-        """On a standalone server: the threads in run_id's metadata index under the runs (a
-        superset of those with a checkpoint of one of them); None when that index is not
-        complete (not registered, or registered on a store that had checkpoints and not
-        rebuilt since). LangGraph's run ids are strings (CheckpointMetadata.run_id): a
-        checkpoint whose metadata holds another type is indexed under that value, not
-        found here."""
+        """On a standalone server: the threads in run_id's metadata index under the runs, and
+        those whose runs it does not name by their text (P:rx: a run_id that is not a
+        string, or a long one), a superset of those with a checkpoint of one of the runs;
+        None when that index is not complete (see lua/run_threads.lua)."""
         found: set[str] = set()
         for run_id in run_ids:
             index = self.keys.metadata_index(
@@ -1101,9 +1099,9 @@ class SaverCore:
             after: Arg = ""
             while True:
                 reply = yield ScriptCall(
-                    "metadata_index_threads",
-                    (index,),
-                    (self.keys.prefix, "run_id", after, CANDIDATE_CHUNK),
+                    "run_threads",
+                    (index, self.keys.unindexed_runs()),
+                    (self.keys.prefix, after, CANDIDATE_CHUNK),
                 )
                 if reply == b"BUILDING":
                     return None

@@ -66,6 +66,9 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                scored at least core.id_score() of its checkpoints with it;
                                on a cluster the members are "{T}<incarnation>", and runs have
                                lists too, P:tm:/R (see .lists)
+    P:rx                SET    standalone servers: the tags of threads with a checkpoint whose
+                               metadata run_id run_id's index does not hold by its text (not a
+                               string, or longer than it holds), which delete_for_runs visits too
     P:mk                HASH   the registry of indexed metadata keys: encoded K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
                                that had checkpoints: reads scan until a reindex completes it);
@@ -183,6 +186,11 @@ class KeySchema:
     def run(self, tag: str, run_id: str) -> str:
         return f"{self.prefix}:run:{tag}:{encode_part(run_id)}"
 
+    def unindexed_runs(self) -> str:
+        """Threads with runs that run_id's metadata index does not name by their text
+        (standalone servers; see note_unindexed_run in lua/include/keyschema.lua)."""
+        return f"{self.prefix}:rx"
+
     def metadata_index(self, suffix: str) -> str:
         """A global metadata index; ``suffix`` comes from :func:`metadata_index_suffix`."""
         return f"{self.prefix}:mi:{suffix}"
@@ -199,9 +207,11 @@ class KeySchema:
 
     def is_global(self, key: str) -> bool:
         """A key of the whole prefix, not of one thread: a metadata index, a threads-by-value
-        index or the registry."""
+        index, the registry or the threads with unindexed runs."""
         return (
-            self.is_metadata_index(key) or self.is_threads_with(key) or key == self.metadata_keys()
+            self.is_metadata_index(key)
+            or self.is_threads_with(key)
+            or key in (self.metadata_keys(), self.unindexed_runs())
         )
 
     # -- patterns ------------------------------------------------------------------------

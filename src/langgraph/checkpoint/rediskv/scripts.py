@@ -33,7 +33,7 @@ SCRIPT_NAMES = (
     "enter_thread_list",
     "leave_thread_list",
     "thread_lists",
-    "metadata_index_threads",
+    "run_threads",
 )
 
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
