@@ -17,7 +17,7 @@ from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
 
 from .conftest import LocalCluster, new_prefix
-from .test_contract import chain
+from .test_contract import cfg, chain
 from .test_threads_by_value import (
     all_ids,
     expected,
@@ -78,12 +78,14 @@ def test_a_put_enters_its_thread_in_its_lists_first_and_rarely_again(
     md = {"user_id": "u1", "step": 0, "run_id": "r1", "score": 5, "source": "input"}
     [first] = chain(saver, "a", [md])
     # the registry once, then the put refused, the thread entered in its three lists
-    # (user_id, source, the run), and the put again
+    # (user_id, source, the run) and they in the lists' registry (one pipeline), and the put
+    # again
     assert calls == [
         "register_metadata_index",
         "register_metadata_index",
         "put_checkpoint",
         *["enter_thread_list"] * 3,
+        "thread_list_registry",
         "put_checkpoint",
     ]
     tag = keys.tag("a")
@@ -111,7 +113,7 @@ def test_a_put_enters_its_thread_in_its_lists_first_and_rarely_again(
     assert calls == ["put_checkpoint"]
     calls.clear()
     [third] = chain(saver, "a", [dict(md, step=2, run_id="r2")])  # a new run: ahead, then put
-    assert calls == ["enter_thread_list", "put_checkpoint"]
+    assert calls == ["enter_thread_list", "thread_list_registry", "put_checkpoint"]
     assert members(client, keys.threads_with("/r2")) == [
         (member, id_score(third.encode()) + LIST_MARGIN)
     ]
@@ -286,3 +288,49 @@ def test_the_reader_removes_members_of_gone_incarnations(
     client.zadd(index, {b"{a}deadbeef": float("inf"), b"{gone}cafe": float("inf")})
     assert [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "u1"})] == ids
     assert [m[:3] for m, _ in members(client, index)] == [b"{a}"]
+
+
+def timed_id(minutes: int, n: int) -> str:
+    """A UUIDv6-like id whose time is `minutes` after a fixed start (id_score counts
+    25.6 us steps: 2,343,750 a minute)."""
+    score = 0x1F0000000000 * 16 + minutes * 2_343_750 + n * 16
+    head = f"{score // 16:012x}"
+    return f"{head[:8]}-{head[8:]}-6{n:03x}-8000-000000000000"
+
+
+def test_lists_of_gone_threads_are_swept_once_idle(saver: RedisSaver, client: RedisCluster) -> None:
+    """The lists never expire; before the registry (P:tl) a list that no thread wrote to
+    again kept the entries of threads that expired for good (the review's defect 1: a run's
+    list per turn). A write-ahead now sweeps up to 8 lists idle for an hour."""
+    keys = KeySchema(saver.prefix)
+    for n in range(6):
+        put_with_ids(saver, f"old{n}", [timed_id(0, n)], {"run_id": f"run{n}", "req": f"q{n}"})
+    lists_before = sorted(k.decode() for k in client.scan_iter(match=f"{saver.prefix}:tm:*"))
+    assert len(lists_before) == 12  # each thread's run and req (step is a number)
+    for n in range(6):  # they expire: every key of theirs goes
+        for key in client.scan_iter(match=f"{saver.prefix}:*{{old{n}}}*"):
+            client.delete(key)
+    for n in range(3):  # two hours later, other threads write: each write-ahead sweeps 8
+        put_with_ids(saver, f"new{n}", [timed_id(120, n)], {"run_id": f"new-run{n}"})
+    left = sorted(k.decode() for k in client.scan_iter(match=f"{saver.prefix}:tm:*"))
+    assert left == sorted(keys.threads_with(f"/new-run{n}") for n in range(3))
+    registry = client.zrange(keys.lists_registry(), 0, -1)
+    assert sorted(s.decode() for s in registry) == sorted(f"/new-run{n}" for n in range(3))
+
+
+def test_a_thread_keeps_the_bounds_of_its_last_eight_runs_only(
+    saver: RedisSaver, client: RedisCluster
+) -> None:
+    """A run per turn: before, P:tb kept two fields per run ever written (the review's defect
+    2: 63 fields after 30 runs). The entries stay in the runs' lists, so delete_for_runs of an
+    old run still finds the thread."""
+    keys = KeySchema(saver.prefix)
+    ids = [timed_id(n, 0) for n in range(30)]
+    for n, checkpoint_id in enumerate(ids):
+        put_with_ids(saver, "long", [checkpoint_id], {"run_id": f"run{n:02d}"})
+    bounds = client.hgetall(keys.thread_bounds(keys.tag("long")))
+    runs = sorted(f.decode() for f in bounds if f.startswith(b"/"))
+    assert runs == [f"/run{n:02d}" for n in range(22, 30)]
+    assert sorted(f.decode() for f in bounds if f.startswith(b"@")) == [f"@{r}" for r in runs]
+    saver.delete_for_runs(["run03"])
+    assert [t.checkpoint["id"] for t in saver.list(cfg("long"))] == ids[:3:-1] + ids[2::-1]

@@ -35,8 +35,12 @@ def put_chat(saver: RedisSaver, thread: str) -> Any:
     checkpoint = make_checkpoint(
         {"messages": MESSAGES, "turn": 2, "tiny": "ok"}, {"messages": "1", "turn": "1", "tiny": "1"}
     )
-    config = saver.put(cfg(thread), checkpoint, {"source": "loop", "step": 1}, {"messages": "1",
-                       "turn": "1", "tiny": "1"})
+    config = saver.put(
+        cfg(thread),
+        checkpoint,
+        {"source": "loop", "step": 1},
+        {"messages": "1", "turn": "1", "tiny": "1"},
+    )
     saver.put_writes(config, [("messages", MESSAGES), ("turn", 3)], "task-1")
     return config
 
@@ -77,10 +81,12 @@ def test_large_values_are_stored_compressed_small_ones_as_they_are(
         assert record_of(client, cp)["ck"].startswith(b"z:msgpack\0")
         loaded = saver.get_tuple(cfg("t"))
         assert loaded is not None
-        assert loaded.checkpoint["channel_values"] == {"messages": MESSAGES, "turn": 2,
-                                                        "tiny": "ok"}
-        assert [w[1:] for w in loaded.pending_writes or []] == [("messages", MESSAGES),
-                                                                ("turn", 3)]
+        assert loaded.checkpoint["channel_values"] == {
+            "messages": MESSAGES,
+            "turn": 2,
+            "tiny": "ok",
+        }
+        assert [w[1:] for w in loaded.pending_writes or []] == [("messages", MESSAGES), ("turn", 3)]
 
 
 def test_compression_off_stores_what_the_serializer_writes(
@@ -107,8 +113,10 @@ def test_a_store_written_with_one_setting_reads_with_another(
         assert after.metadata == before.metadata
         assert after.pending_writes == before.pending_writes
         # a child written under the new setting shares the parent's stored blobs
-        child = make_checkpoint(before.checkpoint["channel_values"] | {"turn": 3},
-                                before.checkpoint["channel_versions"] | {"turn": "2"})
+        child = make_checkpoint(
+            before.checkpoint["channel_values"] | {"turn": 3},
+            before.checkpoint["channel_versions"] | {"turn": "2"},
+        )
         saver.put(after.config, child, {"source": "loop", "step": 2}, {"turn": "2"})
         latest = saver.get_tuple(cfg("t"))
         assert latest is not None

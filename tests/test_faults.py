@@ -211,6 +211,7 @@ def not_redis() -> Any:
             with conn:
                 conn.recv(4096)
                 conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n<html>no</html>\r\n")
+
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield f"redis://:secret@127.0.0.1:{listener.getsockname()[1]}/0"

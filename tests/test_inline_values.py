@@ -32,8 +32,14 @@ def blob_channels(client: redis.Redis, prefix: str) -> set[str]:
     return {decode_part(key.rsplit(":", 2)[1]) for key in keys_of(client, f"{prefix}:blob:*")}
 
 
-def put(saver: RedisSaver, thread: str, values: dict[str, Any], parent: str | None = None,
-        new: set[str] | None = None, version: str = "1") -> Any:
+def put(
+    saver: RedisSaver,
+    thread: str,
+    values: dict[str, Any],
+    parent: str | None = None,
+    new: set[str] | None = None,
+    version: str = "1",
+) -> Any:
     versions = {channel: version for channel in values}
     checkpoint = make_checkpoint(values, versions)
     config = cfg(thread, "", parent)
@@ -81,13 +87,17 @@ def test_unchanged_small_values_come_back_with_every_later_checkpoint(
 ) -> None:
     first, _ = put(saver, "t", {"turn": 1, "text": BIG, "branch:to:a": None})
     # the next checkpoint changes nothing: its values are those of the first
-    second, _ = put(saver, "t", {"turn": 1, "text": BIG, "branch:to:a": None},
-                    parent=first["configurable"]["checkpoint_id"], new=set())
+    second, _ = put(
+        saver,
+        "t",
+        {"turn": 1, "text": BIG, "branch:to:a": None},
+        parent=first["configurable"]["checkpoint_id"],
+        new=set(),
+    )
     for config in (first, second):
         loaded = saver.get_tuple(config)
         assert loaded is not None
-        assert loaded.checkpoint["channel_values"] == {"turn": 1, "text": BIG,
-                                                        "branch:to:a": None}
+        assert loaded.checkpoint["channel_values"] == {"turn": 1, "text": BIG, "branch:to:a": None}
     assert blob_channels(client, prefix) == {"turn", "text"}
 
 
@@ -125,15 +135,23 @@ def test_copies_prunes_and_keep_last_keep_inline_values(
         config = None
         for turn in range(1, 5):
             values = {"turn": turn, "branch:to:a": None, "text": BIG + str(turn)}
-            config, _ = put(saver, "t", values, version=str(turn),
-                            parent=config["configurable"]["checkpoint_id"] if config else None)
+            config, _ = put(
+                saver,
+                "t",
+                values,
+                version=str(turn),
+                parent=config["configurable"]["checkpoint_id"] if config else None,
+            )
         saver.copy_thread("t", "copy")
         saver.prune(["t"])
         for thread in ("t", "copy"):
             loaded = saver.get_tuple(cfg(thread))
             assert loaded is not None
-            assert loaded.checkpoint["channel_values"] == {"turn": 4, "branch:to:a": None,
-                                                            "text": BIG + "4"}
+            assert loaded.checkpoint["channel_values"] == {
+                "turn": 4,
+                "branch:to:a": None,
+                "text": BIG + "4",
+            }
         assert [t.checkpoint["channel_values"]["turn"] for t in saver.list(cfg("copy"))] == [4, 3]
         assert saver.check_invariants() == []
 

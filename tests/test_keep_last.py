@@ -141,9 +141,10 @@ def test_a_fork_and_other_namespaces_are_trimmed_by_id_order(
 def test_a_thread_written_by_savers_with_and_without_it_loses_no_value(
     server_url: str, prefix: str
 ) -> None:
-    with RedisSaver(server_url, prefix=prefix) as plain, RedisSaver(
-        server_url, prefix=prefix, keep_last=3
-    ) as shallow:
+    with (
+        RedisSaver(server_url, prefix=prefix) as plain,
+        RedisSaver(server_url, prefix=prefix, keep_last=3) as shallow,
+    ):
         parent = None
         for k in range(12):
             saver = shallow if k % 2 else plain
@@ -190,8 +191,9 @@ def test_delta_channels_rebuild_exactly_with_keep_last_1(
             with RedisSaver(server_url, prefix=prefix) as fresh:
                 fresh_graph = chat_graph(fresh, snapshot_frequency)
                 assert fresh_graph.get_state(thread("t")).values == live
-                listed = {s.metadata["step"]: s.values
-                          for s in fresh_graph.get_state_history(thread("t"))}
+                listed = {
+                    s.metadata["step"]: s.values for s in fresh_graph.get_state_history(thread("t"))
+                }
             assert max(listed) == max(expected)
             assert listed == {step: expected[step] for step in listed}
         # what stays is the latest checkpoint and the chain back to its seed: bounded by the
@@ -299,13 +301,17 @@ def test_turned_on_for_a_thread_with_delta_history_the_window_stays_exact(
         graph = chat_graph(plain, 2)
         for turn in range(5):
             graph.invoke(human(turn), thread("t"))
-        before = {s.config["configurable"]["checkpoint_id"]: s.values
-                  for s in graph.get_state_history(thread("t"))}
+        before = {
+            s.config["configurable"]["checkpoint_id"]: s.values
+            for s in graph.get_state_history(thread("t"))
+        }
     with RedisSaver(server_url, prefix=prefix, keep_last=keep) as shallow:
         chat_graph(shallow, 2).invoke(human(5), thread("t"))
     with RedisSaver(server_url, prefix=prefix) as fresh:
-        after = {s.config["configurable"]["checkpoint_id"]: s.values
-                 for s in chat_graph(fresh, 2).get_state_history(thread("t"))}
+        after = {
+            s.config["configurable"]["checkpoint_id"]: s.values
+            for s in chat_graph(fresh, 2).get_state_history(thread("t"))
+        }
         old = [i for i in after if i in before]
         assert len(old) >= keep - 3  # the window holds older ones too
         assert {i: after[i] for i in old} == {i: before[i] for i in old}

@@ -424,12 +424,13 @@ class SaverMachine(RuleBasedStateMachine):
 
     def keys_by_thread(self) -> tuple[list[str], dict[str, list[str]]]:
         """Every key of the prefix but the registry of indexed metadata keys (P:mk, a setting
-        of the prefix), and those of each thread (its hash tag)."""
-        registry = f"{self.prefix}:mk"
+        of the prefix) and a cluster's registry of lists (P:tl, swept as lists go idle), and
+        those of each thread (its hash tag)."""
+        registries = (f"{self.prefix}:mk", f"{self.prefix}:tl")
         keys = [
             k.decode()
             for k in self.client.scan_iter(match=f"{self.prefix}:*", count=1000)
-            if k.decode() != registry
+            if k.decode() not in registries
         ]
         tags = {t: self.saver._core.keys.tag(t) for t in self.threads}
         return keys, {t: [k for k in keys if tag in k] for t, tag in tags.items()}
@@ -472,9 +473,7 @@ class SaverMachine(RuleBasedStateMachine):
                 # compression, from 1 KB): a few messages in, every new version is
                 text = f"{self.counter}: {PROSE[(self.counter * 97) % 1500 :][:150]}"
                 msgs.append(
-                    HumanMessage(f"user {text}")
-                    if len(msgs) % 2 == 0
-                    else AIMessage(f"bot {text}")
+                    HumanMessage(f"user {text}") if len(msgs) % 2 == 0 else AIMessage(f"bot {text}")
                 )
                 values[ch] = msgs
             else:
@@ -947,7 +946,8 @@ class SaverMachine(RuleBasedStateMachine):
         threads-by-value index whose every member names a thread that is gone."""
         keys = self.saver._core.keys
         if keys.is_threads_with(key):
-            tags = self.client.zrange(key, 0, -1)
+            # (a cluster's members are "{T}<incarnation>")
+            tags = [m[: m.index(b"}") + 1] for m in self.client.zrange(key, 0, -1)]
             return not any(self.client.exists(keys.thread(tag.decode())) for tag in tags)
         if not keys.is_metadata_index(key):
             return False

@@ -140,9 +140,7 @@ def test_a_restarted_saver_goes_on_against_the_base_it_reads(
     with RedisSaver(server_url, prefix=prefix) as first:
         chat.turn(first)
         chat.turn(first)
-    bases_before = {
-        v for v, s in message_blobs(client, prefix).items() if not s.startswith(b"zr:")
-    }
+    bases_before = {v for v, s in message_blobs(client, prefix).items() if not s.startswith(b"zr:")}
     with RedisSaver(server_url, prefix=prefix) as second:  # a cold cache
         assert second.get_tuple(cfg("t")) is not None  # as LangGraph does before a run
         chat.turn(second)
@@ -178,7 +176,8 @@ def test_prune_trim_and_delete_for_runs_keep_the_bases_of_what_they_keep(
         # the kept ones are stored against version 1, trimmed with its checkpoint but kept
         # as their base
         assert record_refs(client, prefix, kept[-1]) == [
-            ["messages:00000006", "turn:00000006"], ["messages:00000001"]
+            ["messages:00000006", "turn:00000006"],
+            ["messages:00000001"],
         ]
         trimming.copy_thread("trimmed", "copy")
         copied = trimming.get_tuple(cfg("copy"))
@@ -190,9 +189,10 @@ def test_prune_trim_and_delete_for_runs_keep_the_bases_of_what_they_keep(
 def test_a_base_that_is_gone_makes_the_put_send_the_value_in_full(
     server_url: str, prefix: str, client: redis.Redis, round_trips: RoundTrips
 ) -> None:
-    with RedisSaver(server_url, prefix=prefix) as writer, RedisSaver(
-        server_url, prefix=prefix
-    ) as other:
+    with (
+        RedisSaver(server_url, prefix=prefix) as writer,
+        RedisSaver(server_url, prefix=prefix) as other,
+    ):
         chat = Chat()
         chat.turn(writer)  # writer's cache: version 1 is the base
         other.delete_thread("t")  # another process deletes the thread
@@ -298,8 +298,9 @@ def test_a_copy_onto_a_thread_with_the_same_values_in_another_form(
             {"messages": messages, "turn": 2}, {"messages": "00000002", "turn": "00000002"}
         )
         checkpoint["id"] = second_id
-        cold.put(cfg("target", "", chat.put[0][0]), checkpoint, {"step": 2},
-                 {"messages": "00000002"})
+        cold.put(
+            cfg("target", "", chat.put[0][0]), checkpoint, {"step": 2}, {"messages": "00000002"}
+        )
         (key,) = keys_of(client, f"{prefix}:blob:{{target}}:*:messages:00000002")
         assert not client.get(key).startswith(b"zr:")  # type: ignore[union-attr]
         cold.copy_thread("source", "target")  # the source's version 2 is stored against 1
@@ -326,12 +327,20 @@ def test_keep_last_1_stores_values_in_full(
 
 # -- found by review: each reproduced a checkpoint that no longer read -------------------------
 def put_messages(
-    saver: RedisSaver, thread: str, parent: str | None, messages: list[Any], version: str,
+    saver: RedisSaver,
+    thread: str,
+    parent: str | None,
+    messages: list[Any],
+    version: str,
     new: bool = True,
 ) -> str:
     checkpoint = make_checkpoint({"messages": messages}, {"messages": version})
-    saver.put(cfg(thread, "", parent), checkpoint, {"step": 1, "run_id": "r"},
-              {"messages": version} if new else {})
+    saver.put(
+        cfg(thread, "", parent),
+        checkpoint,
+        {"step": 1, "run_id": "r"},
+        {"messages": version} if new else {},
+    )
     return checkpoint["id"]
 
 
@@ -413,8 +422,9 @@ def test_a_serializer_type_with_a_plus_reads_its_compressed_values(
     with RedisSaver(server_url, prefix=prefix, serde=PlusTypeSerde()) as saver:
         config = None
         for version in (1, 2):
-            checkpoint = make_checkpoint({"doc": PROSE[:1500] + "x" * version},
-                                         {"doc": str(version)})
+            checkpoint = make_checkpoint(
+                {"doc": PROSE[:1500] + "x" * version}, {"doc": str(version)}
+            )
             config = saver.put(config or cfg("t"), checkpoint, {}, {"doc": str(version)})
         (key,) = keys_of(client, f"{prefix}:blob:*:doc:2")
         assert client.get(key).startswith(b"zr:doc:1;json+v1\0")  # type: ignore[union-attr]
@@ -442,8 +452,9 @@ def test_the_caches_of_bases_count_what_they_hold() -> None:
     """Found by review: the base cache counted a base's serialized bytes only, not its stored
     form nor zstd's tables (several times its size), so 32 MB held 0.5-0.9 GB."""
     raw = b"x" * 5_000
-    bases = [Base(f"c:{n}", raw + b"%d" % n, b"z:msgpack\0%04d" % n + b"y" * 1_996)
-             for n in range(10)]
+    bases = [
+        Base(f"c:{n}", raw + b"%d" % n, b"z:msgpack\0%04d" % n + b"y" * 1_996) for n in range(10)
+    ]
     cache = BaseCache(max_bytes=3 * bases[0].size)
     for n, base in enumerate(bases):
         cache.put(("t", "", f"c{n}"), base)

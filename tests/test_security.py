@@ -184,9 +184,7 @@ def test_encrypted_serializer_round_trips_and_nothing_is_stored_in_clear(
     assert b"msgpack+aes" in stored
     with (
         RedisSaver(server_url, prefix=prefix) as without_key,
-        pytest.raises(
-                NotImplementedError, match=r"^Unknown serialization type: z:msgpack\+aes$"
-            ),
+        pytest.raises(NotImplementedError, match=r"^Unknown serialization type: z:msgpack\+aes$"),
     ):
         without_key.get_tuple(cfg("t"))
 

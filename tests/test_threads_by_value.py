@@ -125,7 +125,7 @@ def test_deleted_and_pruned_threads_are_never_listed(
     # the deleted threads may still be listed under the value (swept as new threads are
     # added), which costs a call each, never a wrong answer
     assert set(threads) >= {"thread-13", "thread-17", "thread-21", "thread-5"}
-    index = KeySchema(prefix).threads_with('user_id:%22u1%22')
+    index = KeySchema(prefix).threads_with("user_id:%22u1%22")
     listed_tags = set(client.zrange(index, 0, -1))
     assert listed_tags >= {KeySchema.tag(t).encode() for t in ("thread-13", "thread-5")}
 
@@ -301,8 +301,9 @@ def test_threads_with_ids_of_other_forms_are_visited_and_ordered_by_their_text(
     monkeypatch.setattr(core_module, "CANDIDATE_CHUNK", 3)
     for limit in (1, 2, 3, 4, 5, 9, 25, 26, 27, None):
         visited.clear()
-        got = [t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "mixed"},
-                                                       limit=limit)]
+        got = [
+            t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "mixed"}, limit=limit)
+        ]
         assert got == newest_first[:limit]
         assert len(visited) == len(set(visited))  # no thread twice
     assert sorted(visited) == sorted(made)
@@ -327,9 +328,7 @@ def test_a_thread_written_again_with_older_ids_keeps_its_higher_score(
     assert all_ids(saver, tenant="x") == [uuid_like(5, 0), uuid_like(1, 0)]
     # a copy is scored by what it holds
     saver.copy_thread("u", "v")
-    assert client.zscore(index, KeySchema.tag("v").encode()) == id_score(
-        uuid_like(5, 0).encode()
-    )
+    assert client.zscore(index, KeySchema.tag("v").encode()) == id_score(uuid_like(5, 0).encode())
     assert saver.check_invariants() == []
 
 
@@ -446,8 +445,9 @@ def test_several_values_follow_the_driving_index_s_scores(saver: RedisSaver) -> 
     want = [score_id(40), *(score_id(s) for s in (8, 7, 6, 5, 5, 4, 3, 2, 1))]
     assert all_ids(saver, a="x", b="y") == sorted(want, reverse=True)
     for limit in (1, 2, 3):
-        got = [t.checkpoint["id"] for t in saver.list(None, filter={"a": "x", "b": "y"},
-                                                       limit=limit)]
+        got = [
+            t.checkpoint["id"] for t in saver.list(None, filter={"a": "x", "b": "y"}, limit=limit)
+        ]
         assert got == sorted(want, reverse=True)[:limit]
 
 

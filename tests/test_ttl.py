@@ -534,9 +534,7 @@ def test_keep_last_leaves_no_loose_set_behind(
     first = make_checkpoint({c: "persistent" for c in channels}, dict.fromkeys(channels, "1"))
     with RedisSaver(server_url, prefix=prefix) as plain:
         plain.put(cfg("t"), first, {}, dict.fromkeys(channels, "1"))
-    with RedisSaver(
-        server_url, prefix=prefix, ttl={"default_ttl": 1}, keep_last=1
-    ) as shallow:
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 1}, keep_last=1) as shallow:
         second = make_checkpoint({c: "persistent" for c in channels}, dict.fromkeys(channels, "1"))
         second["channel_values"]["n"] = 1
         second["channel_versions"]["n"] = "1"

@@ -44,6 +44,23 @@ local function add_list_needs(needs, name, value, id)
   if not needs[suffix] or needs[suffix] < score then needs[suffix] = score end
 end
 
+-- A thread writes a run per LangGraph turn: K.bounds keeps the bounds of its newest
+-- RUN_BOUNDS runs only, so that it stays small. Forgetting one is safe: the entry stays in the
+-- run's list (until the incarnation goes), and a checkpoint of that run written again writes
+-- it ahead again. (A reader does not ask a thread for a run's newest score for that reason:
+-- a run's list is visited whole, it holds a few threads.)
+local RUN_BOUNDS = 8
+local function forget_old_runs(K)
+  local flat = redis.call("HGETALL", K.bounds)
+  local runs = {}
+  for j = 1, #flat, 2 do
+    if string.byte(flat[j], 1) == 47 then runs[#runs + 1] = { flat[j], parse_score(flat[j + 1]) } end
+  end
+  if #runs <= RUN_BOUNDS then return end
+  table.sort(runs, function(a, b) return a[2] < b[2] end)
+  for j = 1, #runs - RUN_BOUNDS do redis.call("HDEL", K.bounds, runs[j][1], "@" .. runs[j][1]) end
+end
+
 -- nil when the thread's entries cover `needs` (recording the bounds the client wrote ahead,
 -- as `hint` says, the newest scores, and keeping K.bounds alive `ttl` seconds more), and the
 -- number of bounds recorded; else the "INDEX" reply, with nothing written but a new
@@ -71,7 +88,7 @@ local function cover(K, hint, needs, ttl)
       ahead[suffix] = bound
     end
   end
-  local missing, record, recorded = {}, {}, 0
+  local missing, record, recorded, new_run = {}, {}, 0, false
   for j, suffix in ipairs(suffixes) do
     local want, bound, newest = needs[suffix], have[2 * j], have[2 * j + 1]
     if not (bound and parse_score(bound) >= want) then
@@ -79,6 +96,7 @@ local function cover(K, hint, needs, ttl)
         record[#record + 1] = suffix
         record[#record + 1] = ahead[suffix]
         recorded = recorded + 1
+        new_run = new_run or string.byte(suffix, 1) == 47  -- "/"
       else
         missing[#missing + 1] = suffix
         missing[#missing + 1] = score_arg(want)
@@ -92,5 +110,6 @@ local function cover(K, hint, needs, ttl)
   if #missing > 0 then return { "INDEX", inc, unpack(missing) } end
   if #record > 0 then redis.call("HSET", K.bounds, unpack(record)) end
   keep_alive(K.bounds, ttl, false)
+  if new_run then forget_old_runs(K) end
   return nil, recorded
 end

@@ -812,7 +812,10 @@ class SaverCore:
         # run's if it has one), and the registry read on its own
         if self.cluster_lists:
             suffix = indexes[0][len(self.keys.threads_with("")) :]
-            candidates = _Candidates(tuple(indexes[:1]), probe=suffix)
+            # (a run's list is visited whole: its threads are few, and K.bounds keeps the
+            # newest scores of a thread's last runs only; lua/include/lists.lua)
+            probe = None if suffix.startswith("/") else suffix
+            candidates = _Candidates(tuple(indexes[:1]), probe=probe)
         else:
             candidates = _Candidates(tuple(indexes))
         if not (yield from self._read_candidates(candidates)):

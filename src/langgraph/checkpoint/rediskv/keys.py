@@ -69,6 +69,9 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:rx                SET    standalone servers: the tags of threads with a checkpoint whose
                                metadata run_id run_id's index does not hold by its text (not a
                                string, or longer than it holds), which delete_for_runs visits too
+    P:tl                ZSET   on a cluster: every threads-by-value list ("K:V" or "/R") by the
+                               highest score written ahead into it, so that writers find the
+                               idle ones and sweep them (see .lists)
     P:mk                HASH   the registry of indexed metadata keys: encoded K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
                                that had checkpoints: reads scan until a reindex completes it);
@@ -186,6 +189,11 @@ class KeySchema:
     def run(self, tag: str, run_id: str) -> str:
         return f"{self.prefix}:run:{tag}:{encode_part(run_id)}"
 
+    def lists_registry(self) -> str:
+        """On a cluster: the threads-by-value lists by the last score written into them, for
+        the sweep of idle ones (see .lists)."""
+        return f"{self.prefix}:tl"
+
     def unindexed_runs(self) -> str:
         """Threads with runs that run_id's metadata index does not name by their text
         (standalone servers; see note_unindexed_run in lua/include/keyschema.lua)."""
@@ -211,7 +219,7 @@ class KeySchema:
         return (
             self.is_metadata_index(key)
             or self.is_threads_with(key)
-            or key in (self.metadata_keys(), self.unindexed_runs())
+            or key in (self.metadata_keys(), self.unindexed_runs(), self.lists_registry())
         )
 
     # -- patterns ------------------------------------------------------------------------

@@ -35,6 +35,12 @@ LIST_MARGIN = 390_625
 # When a put writes entries ahead anyway (a new run, a new value), it renews those of its
 # other lists that have less than this left, in the same round trip.
 LIST_RENEW = LIST_MARGIN // 2
+# A list nobody wrote to for an hour (id_score() units) is swept by the next write-ahead: a
+# sample of SWEEP_SAMPLE members is checked, entries of gone incarnations removed, an empty
+# list forgotten. Lists never expire (a thread in one may outlive any write-ahead), so the
+# lists of values no thread uses any more, and of threads that expired, go this way.
+LIST_IDLE = 3600 * 39_062
+SWEEP_SAMPLE = 32
 # threads whose incarnation and bounds a saver remembers (most recently written)
 CACHE_SIZE = 10_000
 
@@ -138,21 +144,28 @@ def is_index_reply(reply: Any) -> bool:
 
 
 def _enter(core: SaverCore, tag: str, ahead: Ahead, wanted: dict[str, float]) -> Op[None]:
+    """Enter the thread in the lists it wants, scored a margin above, and the lists in the
+    registry, in one pipeline; then check the members the lists sampled, and sweep the lists
+    the registry names as idle."""
     from .core import Batch, ScriptCall
 
     member = tag + ahead.inc
     calls = []
+    registered: list[str] = []
     for suffix, score in wanted.items():
         bound = score + LIST_MARGIN
         ahead.bounds[suffix] = bound
         calls.append(
             ScriptCall(
-                "enter_thread_list",
-                (core.keys.threads_with(suffix),),
-                (member, score_arg(bound)),
+                "enter_thread_list", (core.keys.threads_with(suffix),), (member, score_arg(bound))
             )
         )
-    replies = yield Batch(calls)
+        registered += [score_arg(bound), suffix]
+    idle_below = score_arg(max(wanted.values()) - LIST_IDLE)
+    registry = ScriptCall(
+        "thread_list_registry", (core.keys.lists_registry(),), ("enter", idle_below, *registered)
+    )
+    *replies, idle = yield Batch([*calls, registry])
     core.list_cache.put(tag, ahead.inc, ahead.bounds)
     # two members of each list that grew, checked: those of a gone incarnation are removed
     sampled = {
@@ -162,19 +175,47 @@ def _enter(core: SaverCore, tag: str, ahead: Ahead, wanted: dict[str, float]) ->
     }
     if sampled:
         yield from _remove_dead(core, sampled)
+    if idle:
+        lists = [(s.decode(), score) for s, score in zip(idle[::2], idle[1::2], strict=True)]
+        yield from _sweep(core, lists, score_arg(max(wanted.values())))
 
 
-def _remove_dead(core: SaverCore, entries: set[tuple[str, bytes]]) -> Op[None]:
-    from .core import Batch
+def _remove_dead(core: SaverCore, entries: set[tuple[str, bytes]]) -> Op[dict[str, int]]:
+    """Remove the entries (list key, member) whose incarnation is gone; returns, for each list
+    that had such entries, the number of members left."""
+    from .core import Batch, ScriptCall
 
     members = sorted({member for _, member in entries})
     states = yield Batch([_state_call(core, _tag(m)) for m in members])
     live = {m for m, state in zip(members, states, strict=True) if _inc_of(m) == state[0]}
-    dead = [(key, m) for key, m in sorted(entries) if m not in live]
-    if dead:
-        from .core import ScriptCall
+    dead: dict[str, list[bytes]] = {}
+    for key, m in sorted(entries):
+        if m not in live:
+            dead.setdefault(key, []).append(m)
+    if not dead:
+        return {}
+    left = yield Batch(
+        [ScriptCall("sweep_thread_list", (key,), ("remove", *ms)) for key, ms in dead.items()]
+    )
+    return dict(zip(dead, (int(n) for n in left), strict=True))
 
-        yield Batch([ScriptCall("leave_thread_list", (key,), (m,)) for key, m in dead])
+
+def _sweep(core: SaverCore, idle: list[tuple[str, bytes]], now: str) -> Op[None]:
+    """Sweep lists nobody wrote to for LIST_IDLE: a sample of each is checked and the entries
+    of gone incarnations removed; an empty list leaves the registry, one with members goes
+    to its back (lua/thread_list_registry.lua)."""
+    from .core import Batch, ScriptCall
+
+    keys = [core.keys.threads_with(suffix) for suffix, _ in idle]
+    samples = yield Batch(
+        [ScriptCall("sweep_thread_list", (key,), ("sample", SWEEP_SAMPLE)) for key in keys]
+    )
+    entries = {(key, m) for key, sample in zip(keys, samples, strict=True) for m in sample}
+    left = (yield from _remove_dead(core, entries)) if entries else {}
+    swept: list[str | bytes] = []
+    for (suffix, read), key, sample in zip(idle, keys, samples, strict=True):
+        swept += [suffix, read, str(left.get(key, len(sample)))]
+    yield ScriptCall("thread_list_registry", (core.keys.lists_registry(),), ("swept", now, *swept))
 
 
 def _state_call(core: SaverCore, tag: str) -> ScriptCall:
@@ -217,7 +258,7 @@ def probe(
         elif score is not None:
             newest.append((thread_id, float(score)))
     if dead:
-        yield ScriptCall("leave_thread_list", (core.keys.threads_with(suffix),), tuple(dead))
+        yield ScriptCall("sweep_thread_list", (core.keys.threads_with(suffix),), ("remove", *dead))
     return newest
 
 
@@ -236,7 +277,9 @@ def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None])
     yield from delete
     removals = [
         ScriptCall(
-            "leave_thread_list", (core.keys.threads_with(s.decode()),), (tag + inc.decode(),)
+            "sweep_thread_list",
+            (core.keys.threads_with(s.decode()),),
+            ("remove", tag + inc.decode()),
         )
         for tag, (inc, *suffixes) in zip(tags, states, strict=True)
         if inc

@@ -31,7 +31,8 @@ SCRIPT_NAMES = (
     "register_metadata_index",
     "reindex_thread",
     "enter_thread_list",
-    "leave_thread_list",
+    "sweep_thread_list",
+    "thread_list_registry",
     "thread_lists",
     "run_threads",
 )

@@ -1,0 +1,17 @@
+#!lua flags=allow-oom
+--[[
+  sweep_thread_list: on a cluster, read a threads-by-value list at random or remove entries of
+  thread incarnations that are gone from it (include/lists.lua): an incarnation never comes
+  back, so no writer can need them.
+
+  KEYS[1]  P:tm:S           the list (ZSET of "{T}<inc>" members)
+
+  ARGV[1]  "sample", then how many members: reply up to that many, chosen at random;
+           "remove", then members "{T}<inc>": reply the number of members left
+
+  Works on a server over its maxmemory: it only reads and frees.
+]]
+
+if ARGV[1] == "sample" then return redis.call("ZRANDMEMBER", KEYS[1], tonumber(ARGV[2])) end
+redis.call("ZREM", KEYS[1], unpack(ARGV, 2))
+return redis.call("ZCARD", KEYS[1])
