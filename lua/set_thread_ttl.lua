@@ -39,5 +39,14 @@ if redis.call("EXISTS", KEYS[1]) == 1 then
   local G = jobspace(prefix, tag, new_job(KEYS[4], "ttl"))
   redis.call("HSET", G.state, "ttl", ttl)
   redis.call("SUNIONSTORE", G.part("todo"), KEYS[1])
+  -- what leads to the thread from outside it lives at least as long as the keys the job
+  -- extends, from this first step on (the job sets its exact expiry when it ends): the
+  -- threads-by-value lists it is in (K.values), a cluster's bounds (K.bounds), which the
+  -- lists' readers need to see the thread at all
+  local K = keyspace(prefix, tag)
+  for _, key in ipairs({ K.values, K.bounds }) do
+    local left = redis.call("PTTL", key)
+    if left ~= -2 then keep_alive(key, ttl, false, left) end
+  end
 end
 return reap(prefix, tag, tonumber(ARGV[5]))

@@ -334,3 +334,24 @@ def test_a_thread_keeps_the_bounds_of_its_last_eight_runs_only(
     assert sorted(f.decode() for f in bounds if f.startswith(b"@")) == [f"@{r}" for r in runs]
     saver.delete_for_runs(["run03"])
     assert [t.checkpoint["id"] for t in saver.list(cfg("long"))] == ids[:3:-1] + ids[2::-1]
+
+
+def test_pinning_a_thread_keeps_its_bounds_from_the_first_step(
+    server_url: str, client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """set_thread_ttl works in steps and gave P:tb its new expiry in the last one: a pinned
+    thread whose job outlasted P:tb's old expiry lost it, and with it every list's view of the
+    thread (the review's lesser concern). Now the first step extends it."""
+    from langgraph.checkpoint.rediskv import bulk
+
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, cluster=True, prefix=prefix, ttl={"default_ttl": 1}) as saver:
+        chain(saver, "pinned", [{"user_id": "u1", "step": s} for s in range(20)])
+        bounds = keys.thread_bounds(keys.tag("pinned"))
+        assert 0 < client.pttl(bounds) <= 60_000
+        monkeypatch.setattr(bulk, "REAP_STEP", 5)  # many steps
+        monkeypatch.setattr(bulk, "_reap_tag", lambda core, tag: iter(()))  # the first only
+        saver.pin_thread("pinned")
+        assert client.pttl(bounds) == -1
+        assert client.exists(keys.gc(keys.tag("pinned"))) == 1  # the job is not done

@@ -1056,7 +1056,11 @@ class SaverCore:
                     return
                 asked = [more.queue.popleft() for _ in range(min(PROBE_GROUP, len(more.queue)))]
                 for thread_id, newest in (yield from lists.probe(self, more.probe, asked)):
-                    heapq.heappush(more.probed, (-newest, thread_id))
+                    # once per thread: one deleted and written again while the list is read
+                    # may be met live under both incarnations
+                    if thread_id not in more.live:
+                        more.live.add(thread_id)
+                        heapq.heappush(more.probed, (-newest, thread_id))
 
         yield from fetch(range(len(streams)))
         emitted = 0
@@ -1232,6 +1236,7 @@ class _Candidates:
     # they are visited, and the threads asked, by that score (a heap of (-score, thread id))
     probe: str | None = None
     probed: list[tuple[float, str]] = dataclasses.field(default_factory=list)
+    live: set[str] = dataclasses.field(default_factory=set)
     seen: set[bytes] = dataclasses.field(default_factory=set)
 
 

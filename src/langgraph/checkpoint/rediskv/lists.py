@@ -273,7 +273,9 @@ def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None])
     from .core import Batch, ScriptCall
 
     tags = [core.keys.tag(t) for t in thread_ids]
-    states = (yield Batch([_state_call(core, tag) for tag in tags])) if tags else []
+    states: list[Any] = []
+    for start in range(0, len(tags), 500):
+        states += yield Batch([_state_call(core, tag) for tag in tags[start : start + 500]])
     yield from delete
     removals = [
         ScriptCall(
