@@ -25,6 +25,7 @@ from .test_threads_by_value import (
     listed_limit,
     populate,
     put_with_ids,
+    shared_threads,
     threads_of,
 )
 from .test_threads_by_value import visited as visited
@@ -257,12 +258,7 @@ def test_a_shared_value_with_a_limit_visits_the_threads_newest_by_their_own_scor
     """The list scores are loose by the margin (here: every thread's is above every
     checkpoint); the reader asks the threads their newest score (thread_lists.lua) and visits
     by it, so a limit visits the newest threads only, as on a standalone server."""
-    made = {}
-    for n in range(40):
-        ids = [close_id(n, s) for s in range(3)]
-        put_with_ids(saver, f"t{n:02d}", ids, {"tenant": "shared"})
-        made[f"t{n:02d}"] = ids
-    newest_first = sorted((i for ids in made.values() for i in ids), reverse=True)
+    made, newest_first = shared_threads(saver, close_id)
     keys = KeySchema(saver.prefix)
     scores = [s for _, s in members(client, keys.threads_with("tenant:%22shared%22"))]
     assert min(scores) > id_score(newest_first[0].encode())  # all loose

@@ -6,6 +6,7 @@ are listed (core.thread_indexed), LangGraph's source too; numbers, step and run_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -243,15 +244,23 @@ def test_id_score_follows_the_text_of_uuid_ids_and_is_infinite_for_others() -> N
         assert id_score(other) == float("inf")
 
 
+def shared_threads(
+    saver: RedisSaver, make_id: Callable[[int, int], str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """40 threads of 3 checkpoints with tenant "shared", ids from make_id(thread, step): the
+    ids by thread, and all of them newest first."""
+    made = {}
+    for n in range(40):
+        ids = [make_id(n, s) for s in range(3)]
+        put_with_ids(saver, f"t{n:02d}", ids, {"tenant": "shared"})
+        made[f"t{n:02d}"] = ids
+    return made, sorted((i for ids in made.values() for i in ids), reverse=True)
+
+
 def test_a_shared_value_with_a_limit_visits_the_newest_threads_only(
     saver: RedisSaver, visited: list[str]
 ) -> None:
-    made = {}
-    for n in range(40):
-        ids = [uuid_like(n, s) for s in range(3)]
-        put_with_ids(saver, f"t{n:02d}", ids, {"tenant": "shared"})
-        made[f"t{n:02d}"] = ids
-    newest_first = sorted((i for ids in made.values() for i in ids), reverse=True)
+    made, newest_first = shared_threads(saver, uuid_like)
     # limit 5: the first group (CANDIDATE_GROUP = 8 threads) holds them, and its oldest
     # checkpoint still at hand is newer than the 9th thread's score
     got, threads = listed_limit(saver, visited, 5, tenant="shared")
