@@ -12,6 +12,8 @@
   ARGV[4..7]  the cursor ("0", "0", "", "" to start; see include/walk.lua, whose rc is the
            SSCAN cursor of the runs set for "runs")
   ARGV[8]  budget: stop after about this many keys examined
+  ARGV[9]  "1" on a cluster whose threads-by-value lists are complete: each checkpoint's
+           values must be covered by the thread's bounds (K.bounds, include/lists.lua)
   or ARGV[3] "ttl", then keys of the thread (ARGV[4..]): the reply is their PTTLs, in order
   (for keys no index leads to: with an expiry they go by themselves)
 
@@ -22,12 +24,15 @@
     "run without run index",
     "run index entry without checkpoint", "checkpoint without its metadata index entry",
     "thread missing from a threads-by-value index", "threads-by-value index scores the
-    thread below a checkpoint", "threads-by-value index missing from the thread's values"
+    thread below a checkpoint", "threads-by-value index missing from the thread's values",
+    "checkpoint not covered by its thread's list bounds", "thread's newest score in a list
+    below a checkpoint"
   and the cursor (4 strings) goes on, nil when this walk is done.
 ]]
 -- @include keyschema
 -- @include record
 -- @include walk
+-- @include lists
 
 if ARGV[3] == "ttl" then
   local left = {}
@@ -38,6 +43,7 @@ end
 local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)
 local budget = tonumber(ARGV[8])
+local lists_ready = ARGV[9] == "1"
 local cursor = { ARGV[4], ARGV[5], ARGV[6], ARGV[7] }
 local problems, reachable, seen, used = {}, {}, {}, 0
 local function report(problem, key)
@@ -104,6 +110,20 @@ local function visit(ns, at)
               end
             elseif not redis.call("ZSCORE", K.metadata_index(suffix), K.member(ns, id)) then
               report("checkpoint without its metadata index entry", cp)
+            end
+          end
+          if lists_ready then  -- a cluster's lists hold the thread (include/lists.lua)
+            local needs = {}
+            for name, value in pairs(record(cp)) do
+              if name ~= "r" then add_list_needs(needs, name, value, id) end  -- (runs: see
+            end                                          -- forget_old_runs; checked by the client)
+            for suffix, score in pairs(needs) do
+              local got = redis.call("HMGET", K.bounds, suffix, "@" .. suffix)
+              if not got[1] or parse_score(got[1]) < score then
+                report("checkpoint not covered by its thread's list bounds", cp)
+              elseif not got[2] or parse_score(got[2]) < score then
+                report("thread's newest score in a list below a checkpoint", cp)
+              end
             end
           end
         else

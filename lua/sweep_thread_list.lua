@@ -7,11 +7,13 @@
   KEYS[1]  P:tm:S           the list (ZSET of "{T}<inc>" members)
 
   ARGV[1]  "sample", then how many members: reply up to that many, chosen at random;
-           "remove", then members "{T}<inc>": reply the number of members left
+           "remove", then members "{T}<inc>": reply the number of members left;
+           "score", then a member: reply its score (the invariant checker's)
 
   Works on a server over its maxmemory: it only reads and frees.
 ]]
 
 if ARGV[1] == "sample" then return redis.call("ZRANDMEMBER", KEYS[1], tonumber(ARGV[2])) end
+if ARGV[1] == "score" then return redis.call("ZSCORE", KEYS[1], ARGV[2]) end
 redis.call("ZREM", KEYS[1], unpack(ARGV, 2))
 return redis.call("ZCARD", KEYS[1])

@@ -5,13 +5,14 @@
 
   KEYS[1]  P:tb:{T}         the thread's bounds (HASH)
 
-  ARGV[1]  (optional) a list S
+  ARGV[1]  (optional) a list S, or "*"
 
-  Reply: without ARGV[1], { inc | false, S, S, ... }: its incarnation and lists; with it,
+  Reply: without ARGV[1], { inc | false, S, S, ... }: its incarnation and lists; with S,
   { inc | false, newest | false }: the highest id_score() of its checkpoints with S (a reader
-  visits threads by it, newest first).
+  visits threads by it, newest first); with "*", every field and value (the checker's).
 ]]
 
+if ARGV[1] == "*" then return redis.call("HGETALL", KEYS[1]) end
 if ARGV[1] then return redis.call("HMGET", KEYS[1], "", "@" .. ARGV[1]) end
 local flat = redis.call("HGETALL", KEYS[1])
 local out = { false }

@@ -351,3 +351,20 @@ def test_pinning_a_thread_keeps_its_bounds_from_the_first_step(
         saver.pin_thread("pinned")
         assert client.pttl(bounds) == -1
         assert client.exists(keys.gc(keys.tag("pinned"))) == 1  # the job is not done
+
+
+def test_the_checker_reports_a_list_without_the_thread_and_an_uncovered_checkpoint(
+    saver: RedisSaver, client: RedisCluster
+) -> None:
+    keys = KeySchema(saver.prefix)
+    [first] = chain(saver, "a", [{"user_id": "u1", "run_id": "r1"}])
+    assert saver.check_invariants() == []
+    tag = keys.tag("a")
+    inc = client.hget(keys.thread_bounds(tag), "").decode()
+    client.zrem(keys.threads_with("/r1"), tag + inc)  # an entry lost
+    client.hdel(keys.thread_bounds(tag), "user_id:%22u1%22")  # a bound lost
+    problems = [(p.problem, p.key) for p in saver.check_invariants()]
+    assert problems == [
+        ("checkpoint not covered by its thread's list bounds", keys.checkpoint(tag, "", first)),
+        (f"list without the thread's entry {tag + inc!r}", keys.threads_with("/r1")),
+    ]

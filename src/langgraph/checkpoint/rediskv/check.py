@@ -78,9 +78,42 @@ def _scan(core: SaverCore) -> Op[tuple[dict[str, set[str]], list[Problem]]]:
     return keys_by_tag, problems
 
 
-def _check_call(core: SaverCore, tag: str, mode: str, cursor: Sequence[Arg]) -> ScriptCall:
+def _check_call(
+    core: SaverCore, tag: str, mode: str, cursor: Sequence[Arg], lists_ready: bool
+) -> ScriptCall:
     keys = (core.keys.thread(tag), core.keys.runs(tag))
-    return ScriptCall("check_thread", keys, (core.keys.prefix, tag, mode, *cursor, CHECK_STEP))
+    args = (core.keys.prefix, tag, mode, *cursor, CHECK_STEP, "1" if lists_ready else "0")
+    return ScriptCall("check_thread", keys, args)
+
+
+def _check_lists(core: SaverCore, tags: Sequence[str]) -> Op[list[Problem]]:
+    """On a cluster: every list a thread's bounds name holds the thread's entry with at least
+    that score (lua/include/lists.lua)."""
+    problems: list[Problem] = []
+    for start in range(0, len(tags), bulk.BATCH_SIZE):
+        chunk = tags[start : start + bulk.BATCH_SIZE]
+        states = yield Batch(
+            [ScriptCall("thread_lists", (core.keys.thread_bounds(tag),), ("*",)) for tag in chunk]
+        )
+        wanted: list[tuple[str, str, float]] = []  # (list key, member, bound)
+        for tag, flat in zip(chunk, states, strict=True):
+            fields = {f.decode(): v.decode() for f, v in zip(flat[::2], flat[1::2], strict=True)}
+            inc = fields.pop("", None)
+            for suffix, bound in fields.items():
+                if inc is not None and not suffix.startswith("@"):
+                    wanted.append((core.keys.threads_with(suffix), tag + inc, float(bound)))
+        if not wanted:
+            continue
+        scores = yield Batch(
+            [
+                ScriptCall("sweep_thread_list", (key,), ("score", member))
+                for key, member, _ in wanted
+            ]
+        )
+        for (key, member, bound), score in zip(wanted, scores, strict=True):
+            if score is None or float(score) < bound:
+                problems.append(Problem(f"list without the thread's entry {member!r}", key))
+    return problems
 
 
 def check_store(core: SaverCore) -> Op[list[Problem]]:
@@ -93,6 +126,12 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
         yield from bulk.run_jobs(core, [(tag, bulk.reap_call(core, tag)) for tag in pending])
         keys_by_tag, problems = yield from _scan(core)
     found: set[Problem] = set(problems)
+    lists_ready = core.cluster_lists and (yield from core._lists_ready())
+    if core.cluster_lists:
+        with_bounds = sorted(
+            t for t, keys in keys_by_tag.items() if core.keys.thread_bounds(t) in keys
+        )
+        found.update((yield from _check_lists(core, with_bounds)))
     reachable: dict[str, set[str]] = defaultdict(set)
     # per thread: its walk ("ns", then "runs") and cursor, until both are done
     walks: dict[str, tuple[str, Sequence[Arg]]] = {
@@ -102,7 +141,9 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
         tags = sorted(walks)
         for start in range(0, len(tags), bulk.BATCH_SIZE):
             chunk = tags[start : start + bulk.BATCH_SIZE]
-            replies = yield Batch([_check_call(core, tag, *walks[tag]) for tag in chunk])
+            replies = yield Batch(
+                [_check_call(core, tag, *walks[tag], lists_ready) for tag in chunk]
+            )
             for tag, (flat, keys, cursor) in zip(chunk, replies, strict=True):
                 pairs = zip(flat[::2], flat[1::2], strict=True)
                 found.update(Problem(p.decode(), k.decode()) for p, k in pairs)
