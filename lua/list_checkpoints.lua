@@ -11,7 +11,8 @@
   ARGV[4]  namespace N (encoded), or for "1" the most namespaces one call merges
   ARGV[5]  only this checkpoint id (raw), "" for any
   ARGV[6]  before: only ids lexically below this one (raw), "" for no bound
-  ARGV[7]  page size: at most this many checkpoints are returned
+  ARGV[7]  page size: at most this many checkpoints are returned; negative: that many, as
+           { ns, id } only (the heads a client merging many threads keeps, see core.py)
   ARGV[8]  scan budget: at most this many ids are examined in all, so that a selective filter
            over a long history never blocks the server for long
   ARGV[9]  f, the number of metadata filter pairs, then f pairs: field "m:<key>", canonical JSON
@@ -33,6 +34,8 @@
 local K = keyspace(ARGV[1], ARGV[2])
 local only_id, before = ARGV[5], ARGV[6]
 local page, budget = tonumber(ARGV[7]), tonumber(ARGV[8])
+local ids_only = page < 0
+if ids_only then page = -page end
 local nfilter = tonumber(ARGV[9])
 -- a thread exists while its root does: a delete hides it at once by moving the root away
 if redis.call("EXISTS", KEYS[1]) == 0 then return { false } end
@@ -133,7 +136,8 @@ while #heap > 0 and taken < page and examined < budget do
   examined = examined + 1
   last = id
   if listable(s.ns, id) then
-    local record = load_checkpoint(K, s.ns, id, 0)
+    -- (an id only may name a checkpoint whose blobs are gone: its stream is read again)
+    local record = ids_only and { s.ns, id } or load_checkpoint(K, s.ns, id, 0)
     if record then
       reply[#reply + 1] = record
       taken = taken + 1

@@ -17,7 +17,7 @@ from langgraph.checkpoint.rediskv.core import Batch, Op, ScriptCall
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from .conftest import data_keys, keys_of
-from .test_contract import cfg, make_checkpoint
+from .test_contract import cfg, chain, make_checkpoint
 
 
 def build_chain(
@@ -280,3 +280,48 @@ def test_delete_for_runs_that_empties_a_namespace_takes_its_loose_blobs(
     saver.delete_for_runs(["r"])
     assert saver.check_invariants() == []
     assert data_keys(client, saver.prefix) == []
+
+
+@pytest.mark.parametrize("window", [1, 3])
+def test_list_over_more_threads_than_the_window_holds_pages_of_few(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """list(None) merges every thread; before, it read a page (up to 100 checkpoints) of each
+    of them at once, so a listing of 100,000 threads held millions of checkpoints in the
+    client. Past LIST_WINDOW threads it keeps the next id of each and pages of a few."""
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    made: dict[str, list[str]] = {}
+    for step in range(4):  # interleaved in time: the merge goes from thread to thread
+        for n in range(12):
+            md = {"step": step, "user_id": f"u{n % 2}"}
+            ns = "" if step % 2 else "sub"
+            made.setdefault(f"w{n}", []).extend(chain(saver, f"w{n}", [md], ns=ns))
+    expected = sorted((i for ids in made.values() for i in ids), reverse=True)
+    assert [t.checkpoint["id"] for t in saver.list(None)] == expected
+
+    pages: list[int] = []
+    decoded: list[int] = []
+    list_call, decode = core_module.SaverCore._list_call, core_module.SaverCore.decode_record
+
+    def listed(
+        self: Any, thread_id: str, ns: Any, only: str, before: Any, page: int, filter_args: Any
+    ) -> Any:
+        pages.append(page)
+        return list_call(self, thread_id, ns, only, before, page, filter_args)
+
+    def decoded_record(self: Any, thread_id: str, record: Any, warm: bool = False) -> Any:
+        decoded.append(len(record))
+        return decode(self, thread_id, record, warm)
+
+    monkeypatch.setattr(core_module, "LIST_WINDOW", window)
+    monkeypatch.setattr(core_module.SaverCore, "_list_call", listed)
+    monkeypatch.setattr(core_module.SaverCore, "decode_record", decoded_record)
+    assert [t.checkpoint["id"] for t in saver.list(None)] == expected
+    assert pages.count(-1) == 12  # a head of each thread first, then pages as needed
+    assert [t.checkpoint["id"] for t in saver.list(None, limit=7)] == expected[:7]
+    before = cfg("w0", checkpoint_id=expected[10])
+    third = {ids[2] for ids in made.values()}
+    got = [t.checkpoint["id"] for t in saver.list(None, before=before, filter={"step": 2})]
+    assert got == [i for i in expected[11:] if i in third]
+    assert set(decoded) == {7}  # whole records only: a head is never handed out

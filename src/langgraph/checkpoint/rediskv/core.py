@@ -70,6 +70,11 @@ CANDIDATE_CHUNK = 10_000
 CANDIDATE_GROUP = 8
 # on a cluster: candidate threads asked their newest score per round trip (see lists.probe)
 PROBE_GROUP = 100
+# A merge of more threads than this (list(None) over a large store) keeps pages of at most
+# this many of them, and of the others only the id of their next checkpoint: the client's
+# memory stays at LIST_WINDOW pages and an id per thread, however many threads and
+# checkpoints the listing goes through (see _merge_streams).
+LIST_WINDOW = 256
 LIST_SCAN_BUDGET = 1000
 # A thread with more namespaces than this is listed in chunks of them, merged by the client,
 # so that no call reads the heads of more than this many namespace indexes.
@@ -965,12 +970,18 @@ class SaverCore:
         namespaces of a thread that has too many for one call) merged newest first. A
         stream whose reply lists its namespaces instead is replaced by one stream per
         chunk of them. ``candidates``: threads to add as streams while the newest checkpoint
-        at hand is not newer than the next one's score (see _list_thread_candidates)."""
+        at hand is not newer than the next one's score (see _list_thread_candidates).
+
+        With more than LIST_WINDOW streams, a stream's first fetch reads only the id of its
+        next checkpoint (a head, ``[ns, id]``), its page is read when that head comes out on
+        top, and a stream whose page is not needed soon goes back to its head: at most
+        LIST_WINDOW pages are held at a time."""
         page = _page_size(limit)
         # heap entries: (_Newest(id), stream index, position in that stream's page)
         pages: list[list[Any]] = [[] for _ in streams]
         cursors: list[str | None] = [before_id] * len(streams)
         heap: list[tuple[_Newest, int, int]] = []
+        at: dict[int, int] = {}  # the streams holding a page, and their position in it
 
         def take(i: int, reply: Sequence[Any]) -> list[int]:
             """Take a reply; returns the new streams it expanded into, if any."""
@@ -987,9 +998,11 @@ class SaverCore:
             cursors[i] = reply[0].decode() if reply[0] is not None else None
             if pages[i]:
                 heapq.heappush(heap, (_Newest(pages[i][0][1]), i, 0))
+                if len(pages[i][0]) > 2:
+                    at[i] = 0
             return []
 
-        def fetch(indexes: Sequence[int]) -> Op[None]:
+        def fetch(indexes: Sequence[int], heads: bool = False) -> Op[None]:
             """The next page of each stream, fetched until it holds a checkpoint or the
             stream is done: a page may come back empty with a cursor (a long stretch that
             the filter rejects), and the merge can only go on once every stream's next
@@ -999,9 +1012,10 @@ class SaverCore:
                 again: list[int] = []
                 for start in range(0, len(waiting), BATCH_SIZE):
                     chunk = waiting[start : start + BATCH_SIZE]
+                    size = -1 if heads else page
                     calls = [
                         self._list_call(
-                            streams[i][0], streams[i][1], "", cursors[i] or "", page, filter_args
+                            streams[i][0], streams[i][1], "", cursors[i] or "", size, filter_args
                         )
                         for i in chunk
                     ]
@@ -1042,7 +1056,7 @@ class SaverCore:
                     streams.append((thread_id, None))
                     pages.append([])
                     cursors.append(before_id)
-                yield from fetch(range(first, len(streams)))
+                yield from fetch(range(first, len(streams)), heads=len(streams) > LIST_WINDOW)
 
         def probe_candidates(more: _Candidates) -> Op[None]:
             """On a cluster, where list scores are loose by the write-ahead margin: ask the
@@ -1062,7 +1076,17 @@ class SaverCore:
                         more.live.add(thread_id)
                         heapq.heappush(more.probed, (-newest, thread_id))
 
-        yield from fetch(range(len(streams)))
+        def make_room(keep: int) -> None:
+            """Back to its head: the stream holding a page whose next checkpoint is the
+            oldest, while more than LIST_WINDOW hold one."""
+            while len(at) > LIST_WINDOW:
+                j = min((s for s in at if s != keep), key=lambda s: pages[s][at[s]][1])
+                ns, checkpoint_id = pages[j][at[j]][:2]
+                pages[j] = [None] * at[j] + [[ns, checkpoint_id]]
+                del at[j]
+
+        yield from fetch(range(len(streams)), heads=len(streams) > LIST_WINDOW)
+        make_room(-1)  # (a thread may have expanded into more streams than that)
         emitted = 0
         while True:
             if candidates is not None:
@@ -1070,15 +1094,26 @@ class SaverCore:
             if not heap:
                 return
             _, i, pos = heapq.heappop(heap)
-            yield self.decode_record(streams[i][0], pages[i][pos])
+            if len(pages[i][pos]) == 2:  # a head: read the page from it on
+                cursors[i] = pages[i][pos][1].decode() + "\0"
+                pages[i] = []
+                yield from fetch([i])
+                make_room(i)
+                continue
+            record, pages[i][pos] = pages[i][pos], None  # (out: not held any more)
+            yield self.decode_record(streams[i][0], record)
             emitted += 1
             if limit is not None and emitted >= limit:
                 return
             if pos + 1 < len(pages[i]):
+                at[i] = pos + 1
                 heapq.heappush(heap, (_Newest(pages[i][pos + 1][1]), i, pos + 1))
             elif cursors[i] is not None:
                 pages[i] = []
                 yield from fetch([i])
+                make_room(i)
+            else:
+                at.pop(i, None)
 
     def _threads_of_runs(self, run_ids: Sequence[str]) -> Op[list[str]]:
         """On a cluster: the threads in the lists of the runs (a superset of those with a
