@@ -991,6 +991,9 @@ def _server(small_bulk_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # values from 200 bytes on are stored against bases (1 KB by default): most of the
     # machine's messages and summaries are, so every rule runs over reference compression
     monkeypatch.setattr(core, "REF_MIN_SIZE", 200)
+    # list(None) over more than 2 threads keeps the next id of each and pages of 2 at most
+    # (core.LIST_WINDOW is 256): the global listings run over heads and pages read on demand
+    monkeypatch.setattr(core, "LIST_WINDOW", 2)
 
 
 SaverMachine.TestCase.settings = _settings()
