@@ -75,6 +75,7 @@ PROBE_GROUP = 100
 # memory stays at LIST_WINDOW pages and an id per thread, however many threads and
 # checkpoints the listing goes through (see _merge_streams).
 LIST_WINDOW = 256
+HEAD_GROUP = 32  # heads whose pages are read in one round trip
 LIST_SCAN_BUDGET = 1000
 # A thread with more namespaces than this is listed in chunks of them, merged by the client,
 # so that no call reads the heads of more than this many namespace indexes.
@@ -1076,17 +1077,20 @@ class SaverCore:
                         more.live.add(thread_id)
                         heapq.heappush(more.probed, (-newest, thread_id))
 
-        def make_room(keep: int) -> None:
+        def make_room(keep: Sequence[int]) -> None:
             """Back to its head: the stream holding a page whose next checkpoint is the
-            oldest, while more than LIST_WINDOW hold one."""
+            oldest, while more than LIST_WINDOW hold one (but those in ``keep``)."""
             while len(at) > LIST_WINDOW:
-                j = min((s for s in at if s != keep), key=lambda s: pages[s][at[s]][1])
+                others = [s for s in at if s not in keep]
+                if not others:
+                    return
+                j = min(others, key=lambda s: pages[s][at[s]][1])
                 ns, checkpoint_id = pages[j][at[j]][:2]
                 pages[j] = [None] * at[j] + [[ns, checkpoint_id]]
                 del at[j]
 
         yield from fetch(range(len(streams)), heads=len(streams) > LIST_WINDOW)
-        make_room(-1)  # (a thread may have expanded into more streams than that)
+        make_room(())  # (a thread may have expanded into more streams than that)
         emitted = 0
         while True:
             if candidates is not None:
@@ -1094,11 +1098,20 @@ class SaverCore:
             if not heap:
                 return
             _, i, pos = heapq.heappop(heap)
-            if len(pages[i][pos]) == 2:  # a head: read the page from it on
-                cursors[i] = pages[i][pos][1].decode() + "\0"
-                pages[i] = []
-                yield from fetch([i])
-                make_room(i)
+            if len(pages[i][pos]) == 2:
+                # a head: read the page from it on, with those of the heads right after it
+                group = [i]
+                while heap and len(group) < min(HEAD_GROUP, LIST_WINDOW):
+                    j, j_pos = heap[0][1], heap[0][2]
+                    if len(pages[j][j_pos]) != 2:
+                        break
+                    heapq.heappop(heap)
+                    group.append(j)
+                for j in group:
+                    cursors[j] = pages[j][-1][1].decode() + "\0"
+                    pages[j] = []
+                yield from fetch(group)
+                make_room(group)
                 continue
             record, pages[i][pos] = pages[i][pos], None  # (out: not held any more)
             yield self.decode_record(streams[i][0], record)
@@ -1111,7 +1124,7 @@ class SaverCore:
             elif cursors[i] is not None:
                 pages[i] = []
                 yield from fetch([i])
-                make_room(i)
+                make_room((i,))
             else:
                 at.pop(i, None)
 
