@@ -325,3 +325,33 @@ def test_list_over_more_threads_than_the_window_holds_pages_of_few(
     got = [t.checkpoint["id"] for t in saver.list(None, before=before, filter={"step": 2})]
     assert got == [i for i in expected[11:] if i in third]
     assert set(decoded) == {7}  # whole records only: a head is never handed out
+
+
+@pytest.mark.parametrize("window", [1, 2])
+def test_a_window_over_threads_with_the_same_ids_makes_progress(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Copies share their checkpoint ids. Reading one head's page put another stream with
+    the same id back to its head, at the top of the heap (ties were in no order), and the
+    listing read pages for ever (the model found it, at LIST_WINDOW 2); of equal ids, whole
+    records now come out first."""
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    ids = chain(saver, "t0", [{"source": "loop", "step": i} for i in range(5)])
+    for copy in ("t1", "copy2", "copy3"):
+        saver.copy_thread("t0", copy)
+    monkeypatch.setattr(core_module, "LIST_WINDOW", window)
+    calls = 0
+    send = saver._send
+
+    def counted(request: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        assert calls < 100, "the listing makes no progress"
+        return send(request)
+
+    monkeypatch.setattr(saver, "_send", counted)
+    got = [t.checkpoint["id"] for t in saver.list(None, filter={"source": "loop"})]
+    assert got == [i for i in reversed(ids) for _ in range(4)]
+    got = [t.checkpoint["id"] for t in saver.list(None)]
+    assert got == [i for i in reversed(ids) for _ in range(4)]

@@ -978,11 +978,23 @@ class SaverCore:
         top, and a stream whose page is not needed soon goes back to its head: at most
         LIST_WINDOW pages are held at a time."""
         page = _page_size(limit)
-        # heap entries: (_Newest(id), stream index, position in that stream's page)
+        # heap entries: (_Newest(id), whether a head, stream index, position in that stream's
+        # page, version): of equal ids whole records come out first, so that reading a
+        # head's page never puts back at the top a stream that has just been read; an entry
+        # whose version is not its stream's is stale (the stream went back to its head)
         pages: list[list[Any]] = [[] for _ in streams]
         cursors: list[str | None] = [before_id] * len(streams)
-        heap: list[tuple[_Newest, int, int]] = []
+        heap: list[tuple[_Newest, bool, int, int, int]] = []
+        versions: dict[int, int] = {}
         at: dict[int, int] = {}  # the streams holding a page, and their position in it
+
+        def enter(i: int, pos: int) -> None:
+            """Stream i into the heap at position pos of its page."""
+            versions[i] = versions.get(i, 0) + 1
+            head = len(pages[i][pos]) == 2
+            heapq.heappush(heap, (_Newest(pages[i][pos][1]), head, i, pos, versions[i]))
+            if not head:
+                at[i] = pos
 
         def take(i: int, reply: Sequence[Any]) -> list[int]:
             """Take a reply; returns the new streams it expanded into, if any."""
@@ -998,9 +1010,7 @@ class SaverCore:
             pages[i] = list(reply[1:])
             cursors[i] = reply[0].decode() if reply[0] is not None else None
             if pages[i]:
-                heapq.heappush(heap, (_Newest(pages[i][0][1]), i, 0))
-                if len(pages[i][0]) > 2:
-                    at[i] = 0
+                enter(i, 0)
             return []
 
         def fetch(indexes: Sequence[int], heads: bool = False) -> Op[None]:
@@ -1085,9 +1095,10 @@ class SaverCore:
                 if not others:
                     return
                 j = min(others, key=lambda s: pages[s][at[s]][1])
-                ns, checkpoint_id = pages[j][at[j]][:2]
-                pages[j] = [None] * at[j] + [[ns, checkpoint_id]]
-                del at[j]
+                pos = at.pop(j)
+                ns, checkpoint_id = pages[j][pos][:2]
+                pages[j] = [None] * pos + [[ns, checkpoint_id]]
+                enter(j, pos)
 
         yield from fetch(range(len(streams)), heads=len(streams) > LIST_WINDOW)
         make_room(())  # (a thread may have expanded into more streams than that)
@@ -1097,16 +1108,19 @@ class SaverCore:
                 yield from visit_candidates(candidates)
             if not heap:
                 return
-            _, i, pos = heapq.heappop(heap)
-            if len(pages[i][pos]) == 2:
-                # a head: read the page from it on, with those of the heads right after it
+            _, head, i, pos, version = heapq.heappop(heap)
+            if version != versions[i]:
+                continue
+            if head:
+                # read the page from it on, with those of the heads right after it
                 group = [i]
                 while heap and len(group) < min(HEAD_GROUP, LIST_WINDOW):
-                    j, j_pos = heap[0][1], heap[0][2]
-                    if len(pages[j][j_pos]) != 2:
+                    _, next_head, j, _, next_version = heap[0]
+                    if next_version == versions[j] and not next_head:
                         break
                     heapq.heappop(heap)
-                    group.append(j)
+                    if next_version == versions[j]:
+                        group.append(j)
                 for j in group:
                     cursors[j] = pages[j][-1][1].decode() + "\0"
                     pages[j] = []
@@ -1119,8 +1133,7 @@ class SaverCore:
             if limit is not None and emitted >= limit:
                 return
             if pos + 1 < len(pages[i]):
-                at[i] = pos + 1
-                heapq.heappush(heap, (_Newest(pages[i][pos + 1][1]), i, pos + 1))
+                enter(i, pos + 1)
             elif cursors[i] is not None:
                 pages[i] = []
                 yield from fetch([i])
@@ -1247,6 +1260,12 @@ class _Newest:
 
     def __lt__(self, other: _Newest) -> bool:
         return self.id > other.id
+
+    def __eq__(self, other: object) -> bool:
+        # (so that a heap entry's next fields order equal ids)
+        return isinstance(other, _Newest) and self.id == other.id
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 _UUID_HEAD = re.compile(rb"([0-9a-f]+)-([0-9a-f]+)-([0-9a-f])")
