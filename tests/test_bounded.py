@@ -355,3 +355,19 @@ def test_a_window_over_threads_with_the_same_ids_makes_progress(
     assert got == [i for i in reversed(ids) for _ in range(4)]
     got = [t.checkpoint["id"] for t in saver.list(None)]
     assert got == [i for i in reversed(ids) for _ in range(4)]
+
+
+def test_a_window_stream_that_ends_on_an_empty_page_holds_no_place(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread whose next page comes back empty (its older checkpoints do not match the
+    filter) is done; it kept its place among the streams holding a page, at a position of a
+    page that was now empty, and the next stream read into the window failed on it."""
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    older = {f"o{n}": chain(saver, f"o{n}", [{"k": "x"}]) for n in range(2)}
+    ids = chain(saver, "a", [{"k": "y"}] + [{"k": "x"}] * 3)  # the oldest does not match
+    monkeypatch.setattr(core_module, "LIST_WINDOW", 1)
+    monkeypatch.setattr(core_module, "LIST_PAGE", 3)
+    got = [t.checkpoint["id"] for t in saver.list(None, filter={"k": "x"})]
+    assert got == ids[:0:-1] + older["o1"] + older["o0"]

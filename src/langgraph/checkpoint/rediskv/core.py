@@ -1009,6 +1009,7 @@ class SaverCore:
                 return [i, *added]
             pages[i] = list(reply[1:])
             cursors[i] = reply[0].decode() if reply[0] is not None else None
+            at.pop(i, None)  # (its old page's place; enter() gives the new one)
             if pages[i]:
                 enter(i, 0)
             return []
@@ -1139,7 +1140,7 @@ class SaverCore:
                 yield from fetch([i])
                 make_room((i,))
             else:
-                at.pop(i, None)
+                at.pop(i, None)  # (done)
 
     def _threads_of_runs(self, run_ids: Sequence[str]) -> Op[list[str]]:
         """On a cluster: the threads in the lists of the runs (a superset of those with a
