@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import bulk
+from . import bulk, lists
 from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall
 
 ORPHAN = "key not reachable from any index"
@@ -92,9 +92,7 @@ def _check_lists(core: SaverCore, tags: Sequence[str]) -> Op[list[Problem]]:
     problems: list[Problem] = []
     for start in range(0, len(tags), bulk.BATCH_SIZE):
         chunk = tags[start : start + bulk.BATCH_SIZE]
-        states = yield Batch(
-            [ScriptCall("thread_lists", (core.keys.thread_bounds(tag),), ("*",)) for tag in chunk]
-        )
+        states = yield Batch([lists.state_call(core, tag, "*") for tag in chunk])
         wanted: list[tuple[str, str, float]] = []  # (list key, member, bound)
         for tag, flat in zip(chunk, states, strict=True):
             fields = {f.decode(): v.decode() for f, v in zip(flat[::2], flat[1::2], strict=True)}

@@ -186,7 +186,7 @@ def _remove_dead(core: SaverCore, entries: set[tuple[str, bytes]]) -> Op[dict[st
     from .core import Batch, ScriptCall
 
     members = sorted({member for _, member in entries})
-    states = yield Batch([_state_call(core, _tag(m)) for m in members])
+    states = yield Batch([state_call(core, _tag(m)) for m in members])
     live = {m for m, state in zip(members, states, strict=True) if _inc_of(m) == state[0]}
     dead: dict[str, list[bytes]] = {}
     for key, m in sorted(entries):
@@ -218,10 +218,12 @@ def _sweep(core: SaverCore, idle: list[tuple[str, bytes]], now: str) -> Op[None]
     yield ScriptCall("thread_list_registry", (core.keys.lists_registry(),), ("swept", now, *swept))
 
 
-def _state_call(core: SaverCore, tag: str) -> ScriptCall:
+def state_call(core: SaverCore, tag: str, *what: str) -> ScriptCall:
+    """What a thread's P:tb holds (lua/thread_lists.lua): its incarnation and lists; with a
+    list S, its incarnation and newest score with S; with "*", every field."""
     from .core import ScriptCall
 
-    return ScriptCall("thread_lists", (core.keys.thread_bounds(tag),), ())
+    return ScriptCall("thread_lists", (core.keys.thread_bounds(tag),), what)
 
 
 def _inc_of(member: bytes) -> bytes:
@@ -244,12 +246,7 @@ def probe(
     no such checkpoint (a put that wrote ahead and never came)."""
     from .core import Batch, ScriptCall
 
-    states = yield Batch(
-        [
-            ScriptCall("thread_lists", (core.keys.thread_bounds(_tag(member)),), (suffix,))
-            for _, _, member in asked
-        ]
-    )
+    states = yield Batch([state_call(core, _tag(member), suffix) for _, _, member in asked])
     newest: list[tuple[str, float]] = []
     dead: list[bytes] = []
     for (thread_id, _, member), (inc, score) in zip(asked, states, strict=True):
@@ -269,13 +266,13 @@ def _tag(member: bytes) -> str:
 def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None]) -> Op[None]:
     """Run ``delete`` (of whole threads), then take the threads' entries of the incarnations
     it ended out of their lists. (Entries of a thread that expired go when a write-ahead into
-    their list samples them.)"""
-    from .core import Batch, ScriptCall
+    their list samples them, a reader's probe meets them, or the list's sweep once idle.)"""
+    from .core import BATCH_SIZE, Batch, ScriptCall
 
     tags = [core.keys.tag(t) for t in thread_ids]
     states: list[Any] = []
-    for start in range(0, len(tags), 500):
-        states += yield Batch([_state_call(core, tag) for tag in tags[start : start + 500]])
+    for start in range(0, len(tags), BATCH_SIZE):
+        states += yield Batch([state_call(core, tag) for tag in tags[start : start + BATCH_SIZE]])
     yield from delete
     removals = [
         ScriptCall(
@@ -289,5 +286,5 @@ def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None])
     ]
     for tag in tags:
         core.list_cache.drop(tag)
-    for start in range(0, len(removals), 500):
-        yield Batch(removals[start : start + 500])
+    for start in range(0, len(removals), BATCH_SIZE):
+        yield Batch(removals[start : start + BATCH_SIZE])
