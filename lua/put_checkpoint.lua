@@ -10,7 +10,7 @@
   ARGV[3]  namespace N (encoded)    ARGV[4]  checkpoint id (raw)
   ARGV[5]  parent checkpoint id (raw, "" for none)
   ARGV[6]  the record's metadata filter fields "m:<key>" (canonical JSON), packed as the
-           record holds them (include/record.lua), in the order of the m pairs below
+           record holds them (include/record.lua), in the order of the m triples below
   ARGV[7]  the record's fields md (metadata: "<type>\0<bytes>") and ck (the checkpoint
            without channel values: "<type>\0<bytes>"), packed, in that order
   ARGV[8]  blob refs of every channel with a value, then ",," and those of the bases the
@@ -24,7 +24,10 @@
            saver of the prefix are indexed too, so that a registered index stays complete
   ARGV[12] keep_last: keep only the newest this many checkpoints of the namespace (0: all);
            see include/trim.lua
-  ARGV[13] m, the number of metadata filter fields, then m pairs: field "m:<key>", canonical JSON
+  ARGV[13] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
+           JSON, and the suffix of the global indexes the value may get, "<key>:<canonical>"
+           encoded (keys.metadata_index_suffix), or "" for a value that gets none (null, or
+           longer than MAX_INDEXED_VALUE): encoded by the client, a gsub per value less here
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
   then s, the number of the other value refs of ARGV[8] (blobs stored before), then those s
   then d, the number of the bases of ARGV[8], then d pairs: ref, SHA1 (hex) of the stored
@@ -62,7 +65,7 @@ local keep = tonumber(ARGV[12])
 local i = 13
 local m = tonumber(ARGV[i])
 local meta_first = i + 1
-i = i + 2 * m + 1
+i = i + 3 * m + 1
 local nblobs, blob_first = tonumber(ARGV[i]), i + 1
 local shared_first = blob_first + 2 * nblobs + 1
 local left_of, missing = {}, {}
@@ -85,41 +88,19 @@ for j = 0, tonumber(ARGV[bases_first - 1]) - 1 do
 end
 -- A shared blob compressed against a base needs it: the record lists the base too, so that
 -- the base lives as long as the record (every walk that keeps or renews blobs goes by bv).
--- A shared blob is mostly one of the parent's values, whose bases the parent's record lists
--- if it is of this version (its bv has ",,": a stored value never takes another base); for
--- any other, the blob's head tells.
+-- The blob's head tells (a stored value never takes another base). (Reading the bases from
+-- the parent's record instead cost more: its head read and parsed, its refs matched.)
 local bv = ARGV[8]
-local parent_bv = shared_last >= shared_first and ARGV[5] ~= ""
-  and record_field(K.checkpoint(ns, ARGV[5]), "bv")
-local cut = parent_bv and string.find(parent_bv, ",,", 1, true)
-local parent_values, parent_bases = ",", {}  -- the parent's bases by channel
-if cut then
-  parent_values = "," .. string.sub(parent_bv, 1, cut - 1) .. ","
-  for _, base in ipairs(split_refs(string.sub(parent_bv, cut + 2))) do
-    local channel = ref_channel(base)
-    parent_bases[channel] = parent_bases[channel] or {}
-    table.insert(parent_bases[channel], base)
-  end
-end
 for j = shared_first, shared_last do
   local ref = ARGV[j]
-  if left_of[ref] then
-    local bases
-    if string.find(parent_values, "," .. ref .. ",", 1, true) then
-      bases = parent_bases[ref_channel(ref)] or {}
+  local base = left_of[ref] and stored_base(K.blob(ns, ref))
+  if base and not has_ref(bv, base) then
+    local left = redis.call("PTTL", K.blob(ns, base))
+    if left == -2 then
+      missing[#missing + 1] = ref  -- unreadable without it: sent again, in full
     else
-      bases = { stored_base(K.blob(ns, ref)) }
-    end
-    for _, base in ipairs(bases) do
-      if not has_ref(bv, base) then
-        local left = redis.call("PTTL", K.blob(ns, base))
-        if left == -2 then
-          missing[#missing + 1] = ref  -- maybe unreadable without it: sent again, in full
-        else
-          left_of[base] = left
-          bv = with_base(bv, base)
-        end
-      end
+      left_of[base] = left
+      bv = with_base(bv, base)
     end
   end
 end
@@ -132,7 +113,7 @@ local lists_hint = string.sub(ARGV[11], 1, 1) == "~" and string.sub(ARGV[11], 2)
 if lists_hint then
   local needs = {}
   for j = 0, m - 1 do
-    add_list_needs(needs, ARGV[meta_first + 2 * j], ARGV[meta_first + 2 * j + 1], id)
+    add_list_needs(needs, ARGV[meta_first + 3 * j], ARGV[meta_first + 3 * j + 1], id)
   end
   if ARGV[9] ~= "" then add_list_needs(needs, "r", ARGV[9], id) end
   local refused = cover(K, lists_hint, needs, ttl)
@@ -237,23 +218,24 @@ if ARGV[11] ~= "-" and not lists_hint then
   for _, key in ipairs(split_refs(ARGV[11])) do wanted[dec(key)] = true end
   for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[key] = true end
   local suffixes, ix = {}, {}
-  for j = 0, m - 1 do
-    local indexed, by_value = metadata_entries(string.sub(ARGV[meta_first + 2 * j], 3),
-      ARGV[meta_first + 2 * j + 1], wanted)
+  local score = score_arg(id_score(id))
+  for j = meta_first, meta_first + 3 * m - 1, 3 do
+    local indexed, by_value = metadata_entries(string.sub(ARGV[j], 3), ARGV[j + 1], wanted,
+      ARGV[j + 2])
     if indexed then
       suffixes[#suffixes + 1] = indexed
       ix[#ix + 1] = indexed
     end
     if by_value then
-      index_thread(K, by_value_suffix(by_value), id, ttl)
+      index_thread(K, by_value_suffix(by_value), id, ttl, score)
       ix[#ix + 1] = by_value
     end
   end
   if #ix > 0 then head[#head + 1] = pack_field("ix", table.concat(ix, ",")) end
   if run ~= "" then
     local run_canonical = nil
-    for j = 0, m - 1 do
-      if ARGV[meta_first + 2 * j] == "m:run_id" then run_canonical = ARGV[meta_first + 2 * j + 1] end
+    for j = meta_first, meta_first + 3 * m - 1, 3 do
+      if ARGV[j] == "m:run_id" then run_canonical = ARGV[j + 1] end
     end
     note_unindexed_run(K, prefix, run_canonical)
   end
@@ -267,11 +249,11 @@ if ARGV[11] ~= "-" and not lists_hint then
     for _, suffix in ipairs(suffixes) do
       local index = K.metadata_index(suffix)
       local created = is_new(index, ttl)
-      redis.call("ZADD", index, 0, member)
+      redis.call("ZADD", index, "0", member)
       keep_alive(index, ttl, created)
       -- a small index (a run's: a few checkpoints) is not swept: its dead members are few,
       -- readers skip them, and it expires whole with its checkpoints
-      if redis.call("ZCARD", index) > SWEPT_INDEX_SIZE then sweep_index(index, gone, 2) end
+      if redis.call("ZCARD", index) > SWEPT_INDEX_SIZE then sweep_index(index, gone, "2") end
     end
   end
 end
@@ -279,10 +261,8 @@ end
 head[#head + 1] = ARGV[6]
 if keep > 0 then
   local counters = nil
-  for j = 0, m - 1 do
-    if ARGV[meta_first + 2 * j] == "m:counters_since_delta_snapshot" then
-      counters = ARGV[meta_first + 2 * j + 1]
-    end
+  for j = meta_first, meta_first + 3 * m - 1, 3 do
+    if ARGV[j] == "m:counters_since_delta_snapshot" then counters = ARGV[j + 1] end
   end
   head[#head + 1] = pack_field("df", delta_seeds(K, ns, ARGV[5], counters, value_refs(bv)))
 end
@@ -308,7 +288,7 @@ end
 for ref, left in pairs(left_of) do keep_alive(K.blob(ns, ref), ttl, false, left) end
 
 local index_created = is_new(KEYS[2], ttl)
-redis.call("ZADD", KEYS[2], 0, id)
+redis.call("ZADD", KEYS[2], "0", id)
 keep_alive(KEYS[2], ttl, index_created)
 local root_created = is_new(KEYS[1], ttl)
 redis.call("SADD", KEYS[1], ns)
@@ -319,8 +299,8 @@ keep_alive(KEYS[1], ttl, root_created)
 -- without a ttl checks fewer (a thread written with one before may still have some).
 sweep_index(KEYS[2], function(other)
   return other ~= id and redis.call("EXISTS", K.checkpoint(ns, other)) == 0
-end, ttl > 0 and 3 or 1)
-for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, ttl > 0 and 2 or 1)) do
+end, ttl > 0 and "3" or "1")
+for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, ttl > 0 and "2" or "1")) do
   if redis.call("EXISTS", K.run(old_run_id)) == 0 then redis.call("SREM", K.runs, old_run_id) end
 end
 if keep > 0 then trim_history(K, ns, keep) end

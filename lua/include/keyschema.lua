@@ -82,12 +82,19 @@ local function parse_member(member)
   return id, string.sub(rest, 1, close), string.sub(rest, close + 2)
 end
 
--- Split "C1:V1,C2:V2" (the bv field, also the ix field) into its parts; encoded parts never
--- contain ",".
+-- Split "C1:V1,C2:V2" (the bv field, also the ix field) into its parts, skipping empty ones;
+-- encoded parts never contain ",". (A plain find: gmatch's character class costs more.)
 local function split_refs(bv)
-  local refs = {}
-  if bv then
-    for ref in string.gmatch(bv, "[^,]+") do refs[#refs + 1] = ref end
+  local refs, n, pos = {}, 0, 1
+  if not bv then return refs end
+  local size = #bv
+  while pos <= size do
+    local comma = string.find(bv, ",", pos, true) or size + 1
+    if comma > pos then
+      n = n + 1
+      refs[n] = string.sub(bv, pos, comma - 1)
+    end
+    pos = comma + 1
   end
   return refs
 end
@@ -118,7 +125,7 @@ end
 
 -- blob_base of the blob at `key` ("" when gone), reading only the head of the value.
 local function stored_base(key)
-  local head = redis.call("GETRANGE", key, 0, 255)
+  local head = redis.call("GETRANGE", key, "0", "255")  -- (strings: a number is printf'd)
   if string.sub(head, 1, 3) == "zr:" and not string.find(head, ";", 4, true) then
     head = redis.call("GET", key) or ""  -- a base ref longer than the head
   end
@@ -219,11 +226,12 @@ end
 -- The ix entries a metadata value (key raw, canonical JSON) gives its checkpoint: that of the
 -- metadata index when `registered[key]`, that of the threads-by-value index when
 -- thread_indexed() takes it; nil for either it does not get. (put, copy and reindex alike.)
-local function metadata_entries(key, canonical, registered)
+-- `suffix`: enc(key) .. ":" .. enc(canonical) when the caller has it (a put's client sends it).
+local function metadata_entries(key, canonical, registered, suffix)
   local indexed = registered[key] and canonical ~= "null" and #canonical <= 256
   local by_value = thread_indexed(key, canonical)
   if not indexed and not by_value then return nil, nil end
-  local suffix = enc(key) .. ":" .. enc(canonical)
+  suffix = suffix or enc(key) .. ":" .. enc(canonical)
   return indexed and suffix or nil, by_value and "/" .. suffix or nil
 end
 
@@ -249,12 +257,13 @@ end
 -- then lives at least `ttl` seconds more (0: forever; expiries only grow, as the index is
 -- shared), and in the thread's K.values, which lives as long as the thread. A new entry
 -- sweeps two others whose thread is gone (expired; a delete takes its thread out): the index
--- stays bounded.
-local function index_thread(K, suffix, id, ttl)
+-- stays bounded. `score`: score_arg(id_score(id)) when the caller has it.
+local function index_thread(K, suffix, id, ttl, score)
   local index = K.threads_with(suffix)
   local left = redis.call("PTTL", index)
-  if redis.call("ZADD", index, "GT", score_arg(id_score(id)), K.tag) == 1 and left ~= -2 then
-    for _, other in ipairs(redis.call("ZRANDMEMBER", index, 2)) do
+  score = score or score_arg(id_score(id))
+  if redis.call("ZADD", index, "GT", score, K.tag) == 1 and left ~= -2 then
+    for _, other in ipairs(redis.call("ZRANDMEMBER", index, "2")) do
       if other ~= K.tag and not K.thread_exists(other) then
         redis.call("ZREM", index, other)
       end

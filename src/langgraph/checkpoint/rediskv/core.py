@@ -10,6 +10,7 @@ client, standalone or cluster; nothing here knows which.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import re
 from collections import deque
@@ -500,7 +501,7 @@ class SaverCore:
         canonical_values: list[tuple[str, str]] = []
         for key, value in full_metadata.items():
             name, canonical_value = f"m:{key}", self.canonical(value)
-            meta_args += [name, canonical_value]
+            meta_args += [name, canonical_value, _index_suffix(key, canonical_value)]
             filter_fields.append((name.encode(), canonical_value.encode()))
             canonical_values.append((key, canonical_value))
         # the record's fields the script does not decide, packed here (see put_checkpoint.lua)
@@ -1229,6 +1230,16 @@ def _inlinable(channel: str, value: Any) -> bool:
     """Whether a channel value is stored inside its checkpoint's record (see
     TRIGGER_CHANNEL_PREFIX)."""
     return value is None and channel.startswith(TRIGGER_CHANNEL_PREFIX)
+
+
+@functools.lru_cache(maxsize=4096)
+def _index_suffix(key: str, canonical: str) -> str:
+    """The suffix of the global indexes a metadata value may get (put_checkpoint.lua encodes
+    none itself), "" for a value that gets none: null, or longer than MAX_INDEXED_VALUE.
+    Cached: most values repeat from one put to the next (source, user ids, a run's id)."""
+    if canonical == "null" or len(canonical) > MAX_INDEXED_VALUE:
+        return ""
+    return metadata_index_suffix(key, canonical)
 
 
 def _page_size(limit: int | None) -> int:
