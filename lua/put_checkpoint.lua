@@ -24,7 +24,9 @@
            saver of the prefix are indexed too, so that a registered index stays complete
   ARGV[12] keep_last: keep only the newest this many checkpoints of the namespace (0: all);
            see include/trim.lua
-  ARGV[13] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
+  ARGV[13] the id's score in the threads-by-value indexes: score_arg(id_score(id)) (see
+           include/keyschema.lua; computed by the client)
+  ARGV[14] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
            JSON, and the suffix of the global indexes the value may get, "<key>:<canonical>"
            encoded (keys.metadata_index_suffix), or "" for a value that gets none (null, or
            longer than MAX_INDEXED_VALUE): encoded by the client, a gsub per value less here
@@ -62,7 +64,7 @@ local cp = KEYS[3]
 
 -- the new blobs of this call, then a check that every other referenced blob is still there
 local keep = tonumber(ARGV[12])
-local i = 13
+local i = 14
 local m = tonumber(ARGV[i])
 local meta_first = i + 1
 i = i + 3 * m + 1
@@ -217,8 +219,8 @@ if ARGV[11] ~= "-" and not lists_hint then
   local wanted = {}  -- raw keys (the registry holds them raw)
   for _, key in ipairs(split_refs(ARGV[11])) do wanted[dec(key)] = true end
   for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[key] = true end
-  local suffixes, ix = {}, {}
-  local score = score_arg(id_score(id))
+  local suffixes, ix, listed = {}, {}, {}
+  local score = ARGV[13]
   for j = meta_first, meta_first + 3 * m - 1, 3 do
     local indexed, by_value = metadata_entries(string.sub(ARGV[j], 3), ARGV[j + 1], wanted,
       ARGV[j + 2])
@@ -227,10 +229,12 @@ if ARGV[11] ~= "-" and not lists_hint then
       ix[#ix + 1] = indexed
     end
     if by_value then
-      index_thread(K, by_value_suffix(by_value), id, ttl, score)
+      listed[#listed + 1] = by_value_suffix(by_value)
+      enter_threads_index(K, listed[#listed], ttl, score)
       ix[#ix + 1] = by_value
     end
   end
+  if #listed > 0 then note_thread_values(K, listed, ttl) end
   if #ix > 0 then head[#head + 1] = pack_field("ix", table.concat(ix, ",")) end
   if run ~= "" then
     local run_canonical = nil
@@ -285,7 +289,9 @@ end
 -- Every blob the checkpoint references lives at least as long as it: with a ttl, a channel
 -- that has not changed for longer than the ttl survives while the thread is in use; without
 -- one (a saver with ttl=None, a pinned thread), a blob written under a ttl stops expiring.
-for ref, left in pairs(left_of) do keep_alive(K.blob(ns, ref), ttl, false, left) end
+for ref, left in pairs(left_of) do
+  if ttl > 0 or left ~= -1 then keep_alive(K.blob(ns, ref), ttl, false, left) end
+end
 
 local index_created = is_new(KEYS[2], ttl)
 redis.call("ZADD", KEYS[2], "0", id)
@@ -295,13 +301,17 @@ redis.call("SADD", KEYS[1], ns)
 keep_alive(KEYS[1], ttl, root_created)
 
 -- Index entries whose keys have expired are dropped a few at a time, so the indexes of a
--- long-lived thread stay bounded at a constant cost per put. Entries die by expiry: a put
--- without a ttl checks fewer (a thread written with one before may still have some).
-sweep_index(KEYS[2], function(other)
-  return other ~= id and redis.call("EXISTS", K.checkpoint(ns, other)) == 0
-end, ttl > 0 and "3" or "1")
-for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, ttl > 0 and "2" or "1")) do
-  if redis.call("EXISTS", K.run(old_run_id)) == 0 then redis.call("SREM", K.runs, old_run_id) end
+-- long-lived thread stay bounded at a constant cost per put. Entries die by expiry, so a put
+-- without a ttl adds none that can die: it checks one entry of each index on one put in four
+-- (at random: the server's clock), for those a thread written with a ttl before may have left.
+-- (Until then a dead entry costs memory, never a wrong answer: readers skip it.)
+if ttl > 0 or tonumber(redis.call("TIME")[2]) % 4 == 0 then
+  sweep_index(KEYS[2], function(other)
+    return other ~= id and redis.call("EXISTS", K.checkpoint(ns, other)) == 0
+  end, ttl > 0 and "3" or "1")
+  for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, ttl > 0 and "2" or "1")) do
+    if redis.call("EXISTS", K.run(old_run_id)) == 0 then redis.call("SREM", K.runs, old_run_id) end
+  end
 end
 if keep > 0 then trim_history(K, ns, keep) end
 return 1

@@ -244,6 +244,41 @@ def test_id_score_follows_the_text_of_uuid_ids_and_is_infinite_for_others() -> N
         assert id_score(other) == float("inf")
 
 
+def test_what_a_put_s_client_computes_for_the_script_is_what_the_script_would(
+    client: redis.Redis,
+) -> None:
+    """put_checkpoint.lua takes the id's score and each metadata value's index suffix from the
+    client (score_arg, _index_suffix): they are what lua/include/keyschema.lua computes, for
+    ids of every form and values that need encoding."""
+    from langgraph.checkpoint.rediskv.core import _index_suffix, score_arg
+    from langgraph.checkpoint.rediskv.scripts import _lua_dir
+
+    keyschema = (_lua_dir() / "include" / "keyschema.lua").read_text()
+    lua = keyschema + """
+local out = {}
+for j = 1, #ARGV, 3 do
+  out[#out + 1] = score_arg(id_score(ARGV[j]))
+  out[#out + 1] = enc(ARGV[j + 1]) .. ":" .. enc(ARGV[j + 2])
+end
+return out
+"""
+    cases = [
+        ("1f1e88af-e849-6b4e-bffe-7e800f9857c9", "user_id", '"u-17"'),
+        ("00000000-0000-0", "tenant", '"t:1, é/%"'),
+        ("ffffffff-ffff-f", "run_id", '"0197c0e8-aaaa-7bbb"'),
+        ("ck-001", "a key,with:odd bytes", "12"),
+        ("1F1E88AF-E849-6B4E", "step", "-1"),
+        ("", "source", '"loop"'),
+    ]
+    args = [part for case in cases for part in case]
+    reply = [x.decode() for x in client.eval(lua, 0, *args)]
+    for n, (checkpoint_id, key, canonical) in enumerate(cases):
+        assert score_arg(id_score(checkpoint_id.encode())) == reply[2 * n]
+        assert _index_suffix(key, canonical) == reply[2 * n + 1]
+    assert _index_suffix("user_id", "null") == ""
+    assert _index_suffix("user_id", '"' + "x" * 255 + '"') == ""  # 257 characters
+
+
 def shared_threads(
     saver: RedisSaver, make_id: Callable[[int, int], str]
 ) -> tuple[dict[str, list[str]], list[str]]:

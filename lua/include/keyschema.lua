@@ -173,6 +173,7 @@ end
 
 -- Undo enc().
 local function dec(s)
+  if not string.find(s, "%", 1, true) then return s end  -- (most parts: nothing encoded)
   return (string.gsub(s, "%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
 end
 
@@ -257,11 +258,11 @@ end
 -- then lives at least `ttl` seconds more (0: forever; expiries only grow, as the index is
 -- shared), and in the thread's K.values, which lives as long as the thread. A new entry
 -- sweeps two others whose thread is gone (expired; a delete takes its thread out): the index
--- stays bounded. `score`: score_arg(id_score(id)) when the caller has it.
-local function index_thread(K, suffix, id, ttl, score)
+-- stays bounded. index_thread does both; a put with several values enters the indexes one by
+-- one and K.values once (note_thread_values). `score`: score_arg(id_score(id)).
+local function enter_threads_index(K, suffix, ttl, score)
   local index = K.threads_with(suffix)
   local left = redis.call("PTTL", index)
-  score = score or score_arg(id_score(id))
   if redis.call("ZADD", index, "GT", score, K.tag) == 1 and left ~= -2 then
     for _, other in ipairs(redis.call("ZRANDMEMBER", index, "2")) do
       if other ~= K.tag and not K.thread_exists(other) then
@@ -270,9 +271,17 @@ local function index_thread(K, suffix, id, ttl, score)
     end
   end
   keep_alive(index, ttl, left == -2, left)
+end
+
+local function note_thread_values(K, suffixes, ttl)
   local values_created = is_new(K.values, ttl)
-  redis.call("SADD", K.values, suffix)
+  redis.call("SADD", K.values, unpack(suffixes))
   keep_alive(K.values, ttl, values_created)
+end
+
+local function index_thread(K, suffix, id, ttl)
+  enter_threads_index(K, suffix, ttl, score_arg(id_score(id)))
+  note_thread_values(K, { suffix }, ttl)
 end
 
 -- A global index that several threads share (a ZSET): keep it alive at least `own` ms more

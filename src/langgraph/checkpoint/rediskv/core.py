@@ -555,6 +555,7 @@ class SaverCore:
                     self.ttl_seconds,
                     ahead.hint() if ahead else self._indexed_arg,
                     self.keep_last,
+                    score_arg(id_score(checkpoint_id.encode())),
                     *meta_args,
                     len(blob_args) // 2,
                     *blob_args,
@@ -1292,6 +1293,11 @@ def id_score(checkpoint_id: bytes) -> float:
     if head and len(head[1]) == 8 and len(head[2]) == 4:
         return float(int(head[1] + head[2] + head[3], 16))
     return float("inf")
+
+
+def score_arg(score: float) -> str:
+    """A score as put_checkpoint.lua takes it (score_arg in lua/include/keyschema.lua)."""
+    return "inf" if score == float("inf") else f"{score:.0f}"
 
 
 def _newer_than(checkpoint_id: bytes, score: float) -> bool:
