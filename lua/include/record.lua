@@ -23,7 +23,7 @@ local RECORD_HEAD_LAST = "1023"  -- (GETRANGE's argument: a number would be prin
 -- before their checkpoint was (LangGraph may), or by an older version, are in the writes
 -- hash (P:w, K.writes) and stay there: see checkpoint_writes().
 local function is_write_field(name)
-  return string.sub(name, 1, 2) == "w:"
+  return string.byte(name, 1) == 119 and string.byte(name, 2) == 58  -- "w:" (no new string)
 end
 
 local function is_large_field(name)
