@@ -127,14 +127,12 @@ if cp_left ~= -2 and (ttl > 0 or cp_left ~= -1) then
   local fields = record(cp, { bv = true, r = true, ix = true })
   keep_checkpoint_alive(K, ns, id, ttl, fields.bv, fields.r, fields.ix, cp_left)
 end
--- drop writes index entries whose writes have expired, a couple per call (constant cost);
--- entries die by expiry, so a call without a ttl adds none that can die: it checks one on
--- one call in four (at random: the server's clock), as put_checkpoint does
-if ttl > 0 or tonumber(redis.call("TIME")[2]) % 4 == 0 then
-  for _, old in ipairs(redis.call("SRANDMEMBER", KEYS[2], ttl > 0 and "2" or "1")) do
-    if old ~= id and redis.call("EXISTS", K.writes(ns, old)) == 0 then
-      redis.call("SREM", KEYS[2], old)
-    end
+-- drop writes index entries whose writes have expired, a couple per call (constant cost;
+-- one without a ttl, as entries die by expiry). (Mostly there is no writes index: the writes
+-- are in the record, and SRANDMEMBER of a missing key costs less than put_checkpoint's clock.)
+for _, old in ipairs(redis.call("SRANDMEMBER", KEYS[2], ttl > 0 and "2" or "1")) do
+  if old ~= id and redis.call("EXISTS", K.writes(ns, old)) == 0 then
+    redis.call("SREM", KEYS[2], old)
   end
 end
 return stored

@@ -1,0 +1,149 @@
+"""Instructions the Redis server executes per script call, counted by callgrind: a figure that
+does not move with the machine's load, for A/B comparisons of script changes on a shared VM
+(where server CPU time moves by 20% between identical runs).
+
+    python benchmarks/server_instructions.py                      # this checkout
+    python benchmarks/server_instructions.py --trees ../old,.     # two checkouts, side by side
+    python benchmarks/server_instructions.py --turns 20 --ops put,writes
+
+Each tree (a checkout with src/ and lua/) is measured in a child process with that tree's
+src/ first on PYTHONPATH: a redis-server of its own runs under `valgrind --tool=callgrind`
+with instrumentation off, cost.py's chat conversation (benchmarks/cost.py) is written for 20
+turns through AsyncRedisSaver, then for each op the next --turns turns' calls of that kind are
+sent with instrumentation on (get: the latest checkpoint, 20 times). The count is every
+instruction of the server process in that span (its cron too: run at hz 1), divided by the
+calls: userland only, so the kernel's share of a request (its socket reads and writes) is
+not in it. Needs valgrind (callgrind_control) and redis-server; connects to no other server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+OPS = ("put", "writes", "get")
+GETS = 20
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _total(path: str) -> int:
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no totals in {path}")
+
+
+def _control(*args: str) -> None:
+    subprocess.run(["callgrind_control", *args], capture_output=True, check=False)
+
+
+async def measure(ops: list[str], turns: int, redis_server: str) -> dict[str, float]:
+    """Instructions per call of each op, for the package importable here."""
+    import cost  # benchmarks/cost.py: the conversation
+    import redis
+
+    from langgraph.checkpoint.rediskv import AsyncRedisSaver
+
+    folder = tempfile.mkdtemp(prefix="rediskv-callgrind-")
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+         f"--callgrind-out-file={folder}/out.%p", redis_server, "--port", str(port),
+         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", folder,
+         "--hz", "1"],  # (its cron runs once a second: less of it in the count)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    admin = redis.Redis.from_url(url, socket_timeout=120)
+    saver = None
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                admin.ping()
+                break
+            except redis.ConnectionError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"{redis_server} under callgrind did not start") from None
+                time.sleep(0.1)
+        saver = AsyncRedisSaver(url, prefix="instr")
+        conv = cost.Conversation("instr-thread", "user-1", 1_000)
+        await cost.run_turns(saver, conv, 20)
+        calls = list(conv.turns(turns))
+        result: dict[str, float] = {}
+        for op in ops:
+            chosen = [c for c in calls if c.kind == op] if op != "get" else [calls[0]] * GETS
+            _control("-z", str(proc.pid))
+            _control("-i", "on", str(proc.pid))
+            for call in chosen:
+                await cost.apply(saver, call)
+            _control("-i", "off", str(proc.pid))
+            before = set(glob.glob(f"{folder}/out.*"))
+            _control("-d", op, str(proc.pid))
+            dumps = sorted(set(glob.glob(f"{folder}/out.*")) - before)
+            if not dumps:
+                raise SystemExit("callgrind_control wrote no dump")
+            result[op] = _total(dumps[-1]) / len(chosen)
+        return result
+    finally:
+        if saver is not None:
+            await saver.aclose()
+        admin.close()
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trees", default=".", help="comma-separated checkouts (default: .)")
+    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated: put,writes,get")
+    parser.add_argument("--turns", type=int, default=30, help="turns whose calls are counted")
+    parser.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    ops = [op for op in args.ops.split(",") if op]
+    if unknown := set(ops) - set(OPS):
+        raise SystemExit(f"unknown ops {sorted(unknown)}: choose from {', '.join(OPS)}")
+    if args.child:
+        print(json.dumps(asyncio.run(measure(ops, args.turns, args.redis_server))))
+        return 0
+    if not shutil.which("callgrind_control"):
+        raise SystemExit("valgrind is needed (apt-get install valgrind)")
+    rows = []
+    for tree in args.trees.split(","):
+        src = Path(tree).resolve() / "src"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(Path(__file__).parent)]))
+        child = subprocess.run(
+            [sys.executable, __file__, "--child", "--ops", args.ops, "--turns", str(args.turns),
+             "--redis-server", args.redis_server],
+            env=env, capture_output=True, text=True, check=False,
+        )
+        if child.returncode:
+            raise SystemExit(f"{tree}: {child.stderr[-2000:]}")
+        rows.append((tree, json.loads(child.stdout.strip().splitlines()[-1])))
+    print("| tree | " + " | ".join(f"{op} (instructions per call)" for op in ops) + " |")
+    print("|---|" + "--:|" * len(ops))
+    for tree, counts in rows:
+        print(f"| {tree} | " + " | ".join(f"{counts[op]:,.0f}" for op in ops) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
