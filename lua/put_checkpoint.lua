@@ -26,7 +26,9 @@
            see include/trim.lua
   ARGV[13] the id's score in the threads-by-value indexes: score_arg(id_score(id)) (see
            include/keyschema.lua; computed by the client)
-  ARGV[14] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
+  ARGV[14] "1" when a put without a ttl sweeps its indexes (the client picks one put in four at
+           random), else "0"; a put with a ttl always does
+  ARGV[15] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
            JSON, and the suffix of the global indexes the value may get, "<key>:<canonical>"
            encoded (keys.metadata_index_suffix), or "" for a value that gets none (null, or
            longer than MAX_INDEXED_VALUE): encoded by the client, a gsub per value less here
@@ -64,7 +66,7 @@ local cp = KEYS[3]
 
 -- the new blobs of this call, then a check that every other referenced blob is still there
 local keep = tonumber(ARGV[12])
-local i = 14
+local i = 15
 local m = tonumber(ARGV[i])
 local meta_first = i + 1
 i = i + 3 * m + 1
@@ -303,9 +305,9 @@ keep_alive(KEYS[1], ttl, root_created)
 -- Index entries whose keys have expired are dropped a few at a time, so the indexes of a
 -- long-lived thread stay bounded at a constant cost per put. Entries die by expiry, so a put
 -- without a ttl adds none that can die: it checks one entry of each index on one put in four
--- (at random: the server's clock), for those a thread written with a ttl before may have left.
--- (Until then a dead entry costs memory, never a wrong answer: readers skip it.)
-if ttl > 0 or tonumber(redis.call("TIME")[2]) % 4 == 0 then
+-- (the client picks it at random: ARGV[14]), for those a thread written with a ttl before may
+-- have left. (Until then a dead entry costs memory, never a wrong answer: readers skip it.)
+if ttl > 0 or ARGV[14] == "1" then
   sweep_index(KEYS[2], function(other)
     return other ~= id and redis.call("EXISTS", K.checkpoint(ns, other)) == 0
   end, ttl > 0 and "3" or "1")

@@ -6,6 +6,7 @@ are listed (core.thread_indexed), LangGraph's source too; numbers, step and run_
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -248,9 +249,9 @@ def test_what_a_put_s_client_computes_for_the_script_is_what_the_script_would(
     client: redis.Redis,
 ) -> None:
     """put_checkpoint.lua takes the id's score and each metadata value's index suffix from the
-    client (score_arg, _index_suffix): they are what lua/include/keyschema.lua computes, for
+    client (score_arg, index_suffix): they are what lua/include/keyschema.lua computes, for
     ids of every form and values that need encoding."""
-    from langgraph.checkpoint.rediskv.core import _index_suffix, score_arg
+    from langgraph.checkpoint.rediskv.core import index_suffix, score_arg
     from langgraph.checkpoint.rediskv.scripts import _lua_dir
 
     keyschema = (_lua_dir() / "include" / "keyschema.lua").read_text()
@@ -274,9 +275,42 @@ return out
     reply = [x.decode() for x in client.eval(lua, 0, *args)]
     for n, (checkpoint_id, key, canonical) in enumerate(cases):
         assert score_arg(id_score(checkpoint_id.encode())) == reply[2 * n]
-        assert _index_suffix(key, canonical) == reply[2 * n + 1]
-    assert _index_suffix("user_id", "null") == ""
-    assert _index_suffix("user_id", '"' + "x" * 255 + '"') == ""  # 257 characters
+        assert index_suffix(key, canonical) == reply[2 * n + 1]
+    assert index_suffix("user_id", "null") == ""
+    assert index_suffix("user_id", '"' + "x" * 255 + '"') == ""  # 257 characters
+
+
+class TenantKey(str, enum.Enum):
+    TENANT = "tenant"
+    SPACED = "tenant id"
+
+
+def test_metadata_keys_that_are_not_plain_strings_are_indexed_by_their_text(
+    server_url: str, prefix: str
+) -> None:
+    """The review of the client-encoded index suffixes: a str Enum key (equal to, and hashed
+    as, its value) shared a cached suffix with the plain key of the same text, and one whose
+    value needs escaping was encoded from its value; an int key raised TypeError. A key is
+    indexed by its text, as the record's field names it (f"m:{key}")."""
+    with RedisSaver(server_url, prefix=prefix, index_metadata=("run_id", "tenant")) as saver:
+        [enum_first] = chain(saver, "a", [{TenantKey.TENANT: "acme"}])
+        [plain] = chain(saver, "b", [{"tenant": "acme"}])
+        [spaced] = chain(saver, "c", [{TenantKey.SPACED: "acme"}])
+        [numbered] = chain(saver, "d", [{1: "one", "source": "loop"}])
+        assert all_ids(saver, tenant="acme") == [plain]
+        assert all_ids(saver, **{f"{TenantKey.TENANT}": "acme"}) == [enum_first]
+        assert all_ids(saver, **{f"{TenantKey.SPACED}": "acme"}) == [spaced]
+        assert all_ids(saver, **{"1": "one"}) == [numbered]
+        assert saver.check_invariants() == []
+
+
+def test_a_checkpoint_with_thousands_of_listed_values(saver: RedisSaver) -> None:
+    """The review: a put entering its thread's P:tv once for all its values passed them to one
+    SADD, over Lua's unpack() limit (about 8,000) for a metadata of 8,200 short strings."""
+    wide = {f"k{i}": f"v{i}" for i in range(8200)}
+    [match] = chain(saver, "t", [wide])
+    assert all_ids(saver, k8100="v8100") == [match]
+    assert saver.check_invariants() == []
 
 
 def shared_threads(

@@ -275,7 +275,9 @@ end
 
 local function note_thread_values(K, suffixes, ttl)
   local values_created = is_new(K.values, ttl)
-  redis.call("SADD", K.values, unpack(suffixes))
+  for first = 1, #suffixes, 4000 do  -- unpack() has a limit of a few thousand values
+    redis.call("SADD", K.values, unpack(suffixes, first, math.min(first + 3999, #suffixes)))
+  end
   keep_alive(K.values, ttl, values_created)
 end
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import heapq
+import random
 import re
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -501,9 +502,12 @@ class SaverCore:
         canonical_values: list[tuple[str, str]] = []
         for key, value in full_metadata.items():
             name, canonical_value = f"m:{key}", self.canonical(value)
-            meta_args += [name, canonical_value, _index_suffix(key, canonical_value)]
+            # the key as the record's field names it (an int, a str Enum: its text), which is
+            # what the scripts index it by
+            text_key = name[2:]
+            meta_args += [name, canonical_value, index_suffix(text_key, canonical_value)]
             filter_fields.append((name.encode(), canonical_value.encode()))
-            canonical_values.append((key, canonical_value))
+            canonical_values.append((text_key, canonical_value))
         # the record's fields the script does not decide, packed here (see put_checkpoint.lua)
         packed_filters = pack_fields(filter_fields)
         packed_large = pack_fields([(b"md", stored_metadata), (b"ck", stored_checkpoint)])
@@ -556,6 +560,9 @@ class SaverCore:
                     ahead.hint() if ahead else self._indexed_arg,
                     self.keep_last,
                     score_arg(id_score(checkpoint_id.encode())),
+                    # a put without a ttl sweeps its indexes one time in four (it adds no
+                    # entry that can die by expiry; see put_checkpoint.lua)
+                    "1" if random.random() < 0.25 else "0",
                     *meta_args,
                     len(blob_args) // 2,
                     *blob_args,
@@ -1233,13 +1240,19 @@ def _inlinable(channel: str, value: Any) -> bool:
     return value is None and channel.startswith(TRIGGER_CHANNEL_PREFIX)
 
 
-@functools.lru_cache(maxsize=4096)
-def _index_suffix(key: str, canonical: str) -> str:
+def index_suffix(key: str, canonical: str) -> str:
     """The suffix of the global indexes a metadata value may get (put_checkpoint.lua encodes
     none itself), "" for a value that gets none: null, or longer than MAX_INDEXED_VALUE.
-    Cached: most values repeat from one put to the next (source, user ids, a run's id)."""
+    ``key``: the text of the metadata key, as the record's field names it."""
     if canonical == "null" or len(canonical) > MAX_INDEXED_VALUE:
-        return ""
+        return ""  # (before the cache: it holds no long value)
+    return _cached_index_suffix(key, canonical)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_index_suffix(key: str, canonical: str) -> str:
+    # most values repeat from one put to the next (source, user ids, a run's id); the key is
+    # a plain str here (a str Enum equal to it would share its entry: see index_suffix)
     return metadata_index_suffix(key, canonical)
 
 
