@@ -24,7 +24,13 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry
-from redis.exceptions import ClusterError, RedisError, ResponseError, TryAgainError
+from redis.exceptions import (
+    ClusterError,
+    NoScriptError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 
 from .autopipeline import AutoPipeline
 from .base import (
@@ -44,6 +50,7 @@ from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
     MIN_BULK_LIMIT,
+    NodeBatch,
     Op,
     Request,
     ScanKeys,
@@ -51,6 +58,7 @@ from .core import (
     Stream,
     explain_response_error,
     largest_arg,
+    node_groups,
     refuse_oversized,
 )
 from .delta import get_delta_channel_history
@@ -202,6 +210,44 @@ class AsyncRedisSaver(RedisSaverBase):
             out.append(reply)
         return out
 
+    async def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
+        """A NodeBatch: as RedisSaver._node_batch_on_cluster, the nodes asked at once."""
+        assert isinstance(self._client, AsyncRedisCluster)
+        out, groups, alone = node_groups(request, self._client.get_node_from_key)
+        script = self._scripts[request.name]
+        if request.name not in self._loaded_on_cluster:
+            await self._client.script_load(script.script)  # (on every primary)
+            self._loaded_on_cluster.add(request.name)
+
+        async def on_node(node: Any, keys: list[str]) -> Any:
+            try:
+                return await self._client.execute_command(
+                    "EVALSHA", script.sha, 0, *request.args, *keys, target_nodes=node
+                )
+            except RedisError as exc:
+                return exc
+
+        results = await asyncio.gather(
+            *(
+                on_node(node, [request.calls[i].keys[0] for i in indexes])
+                for node, indexes in groups
+            )
+        )
+        for (_, indexes), replies in zip(groups, results, strict=True):
+            if isinstance(replies, RedisError):
+                if isinstance(replies, NoScriptError):  # (a node restarted: load it again)
+                    self._loaded_on_cluster.discard(request.name)
+                alone += indexes
+                continue
+            for i, reply in zip(indexes, replies, strict=True):
+                out[i] = reply
+        if alone:
+            alone.sort()
+            replies = await self._batch_on_cluster([request.calls[i] for i in alone])
+            for i, reply in zip(alone, replies, strict=True):
+                out[i] = reply
+        return out
+
     async def _call_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
         until the move ends, having run nothing."""
@@ -245,6 +291,8 @@ class AsyncRedisSaver(RedisSaverBase):
                     )
                 ]
             if isinstance(self._client, AsyncRedisCluster):
+                if isinstance(request, NodeBatch) and len(request.calls) > 1:
+                    return await self._node_batch_on_cluster(request)
                 return await self._batch_on_cluster(request.calls)
             # a batch: load its scripts, then one pipeline of EVALSHA
             for name in {call.name for call in request.calls}:

@@ -155,6 +155,20 @@ class Batch:
     calls: Sequence[ScriptCall]
 
 
+@dataclass(frozen=True, slots=True)
+class NodeBatch(Batch):
+    """A Batch of read-only calls, one per thread, each reading the first key it declares,
+    that a cluster may answer with one call of script ``name`` per node instead: ``args``,
+    then the first key of each call whose slot that node serves (lua/thread_states.lua).
+    A node whose call fails (a slot moved or moving, a map out of date, a restart) has its
+    threads' calls sent as the Batch would send them, and so does a node asked for one
+    thread only; a transport that knows no better sends the Batch. Reply: the calls'
+    replies, in order, whichever way they went."""
+
+    name: str = ""
+    args: Sequence[Arg] = ()
+
+
 Request = ScriptCall | ScanKeys | Batch
 Op = Generator[Request, Any, T]
 Stream = Generator[Request | CheckpointTuple, Any, None]
@@ -194,6 +208,22 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
         f"a serialized value of {largest_arg(request)} bytes is larger than the server "
         f"accepts (its proto-max-bulk-len); nothing was written ({exc})"
     )
+
+
+def node_groups(
+    request: NodeBatch, node_of: Callable[[str], Any]
+) -> tuple[list[Any], list[tuple[Any, list[int]]], list[int]]:
+    """How a cluster transport sends a NodeBatch: the list of its replies to fill in, its
+    calls grouped by the node that ``node_of`` (the client's slot map) says serves their
+    first key, for the nodes with two or more, and the calls to send as a Batch (one alone
+    on its node)."""
+    groups: dict[str, tuple[Any, list[int]]] = {}
+    for i, call in enumerate(request.calls):
+        node = node_of(call.keys[0])
+        groups.setdefault(node.name, (node, []))[1].append(i)
+    together = [(node, indexes) for node, indexes in groups.values() if len(indexes) > 1]
+    alone = [i for _, indexes in groups.values() if len(indexes) == 1 for i in indexes]
+    return [None] * len(request.calls), together, alone
 
 
 def largest_arg(request: Request) -> int:

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterError, ResponseError, TryAgainError
+from redis.exceptions import ClusterError, NoScriptError, ResponseError, TryAgainError
 from redis.retry import Retry
 
 from .base import (
@@ -43,6 +43,7 @@ from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
     MIN_BULK_LIMIT,
+    NodeBatch,
     Op,
     Request,
     ScanKeys,
@@ -50,6 +51,7 @@ from .core import (
     Stream,
     explain_response_error,
     largest_arg,
+    node_groups,
     refuse_oversized,
 )
 from .delta import get_delta_channel_history
@@ -192,6 +194,8 @@ class RedisSaver(RedisSaverBase):
             if isinstance(request, ScanKeys):
                 return list(self._client.scan_iter(match=request.match, count=request.count))
             if isinstance(self._client, RedisCluster):
+                if isinstance(request, NodeBatch) and len(request.calls) > 1:
+                    return self._node_batch_on_cluster(request)
                 return self._batch_on_cluster(request.calls)
             # a batch: load its scripts, then one pipeline of EVALSHA
             for name in {call.name for call in request.calls}:
@@ -231,6 +235,36 @@ class RedisSaver(RedisSaverBase):
             elif isinstance(reply, Exception):
                 raise reply
             out.append(reply)
+        return out
+
+    def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
+        """A NodeBatch: one call of its script per node, over the keys of the threads the
+        client's slot map puts there; the calls of a node that failed (or holds one thread)
+        go as a Batch, which waits out a slot move."""
+        assert isinstance(self._client, RedisCluster)
+        out, groups, alone = node_groups(request, self._client.get_node_from_key)
+        script = self._scripts[request.name]
+        if request.name not in self._loaded_on_cluster:
+            self._client.script_load(script.script)  # (on every primary)
+            self._loaded_on_cluster.add(request.name)
+        for node, indexes in groups:
+            keys = [request.calls[i].keys[0] for i in indexes]
+            try:
+                replies = self._client.execute_command(
+                    "EVALSHA", script.sha, 0, *request.args, *keys, target_nodes=node
+                )
+            except redis.RedisError as exc:
+                if isinstance(exc, NoScriptError):  # (a node restarted: load it again)
+                    self._loaded_on_cluster.discard(request.name)
+                alone += indexes
+                continue
+            for i, reply in zip(indexes, replies, strict=True):
+                out[i] = reply
+        if alone:
+            alone.sort()
+            replies = self._batch_on_cluster([request.calls[i] for i in alone])
+            for i, reply in zip(alone, replies, strict=True):
+                out[i] = reply
         return out
 
     def _call_on_cluster(self, call: ScriptCall) -> Any:
