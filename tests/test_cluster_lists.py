@@ -437,3 +437,16 @@ async def test_the_async_probe_asks_each_node_once(
         got = [t.checkpoint["id"] async for t in saver.alist(None, filter=flt, limit=5)]
         assert got == newest_first[:5]
         assert sum(alone) == 40
+
+
+def test_a_saver_asks_whether_the_lists_are_complete_until_they_are(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every filtered listing on a cluster asked the registry (another slot) whether the
+    lists are complete, a round trip of its own; once they are they stay so (only a reindex
+    changes the state, from "building" to "ready"), and the saver asks no more."""
+    chain(saver, "a", [{"user_id": "u1"}])
+    calls = record_calls(saver, monkeypatch)
+    for _ in range(3):
+        assert len(list(saver.list(None, filter={"user_id": "u1"}, limit=5))) == 1
+    assert calls.count("register_metadata_index") == 1

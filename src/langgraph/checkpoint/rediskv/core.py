@@ -280,6 +280,9 @@ class SaverCore:
     list_cache: lists.ListCache = dataclasses.field(default_factory=lists.ListCache)
     # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
     registered: list[bool] = dataclasses.field(default_factory=list)
+    # on a cluster: set once the threads-by-value lists are known to be complete (they stay
+    # so), saving a listing the round trip that asks (mutable on purpose: a per-saver cache)
+    lists_known_ready: list[bool] = dataclasses.field(default_factory=list)
     # zstd level of stored values, None for uncompressed (see .compression)
     compression: int | None = DEFAULT_LEVEL
     # keep only the newest this many checkpoints per namespace (0: all), see lua/include/trim.lua
@@ -897,10 +900,14 @@ class SaverCore:
 
     def _lists_ready(self) -> Op[bool]:
         """Whether a cluster's threads-by-value lists hold every thread (see
-        register_metadata_index)."""
+        register_metadata_index); once they are, they stay so, and the saver asks no more."""
+        if self.lists_known_ready:
+            return True
         state = yield ScriptCall(
             "register_metadata_index", (self.keys.metadata_keys(),), ("state", THREADS_BY_VALUE)
         )
+        if state[0] == b"ready":
+            self.lists_known_ready.append(True)
         return bool(state[0] == b"ready")
 
     def register_metadata_index(self) -> Op[None]:
