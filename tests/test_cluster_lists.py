@@ -394,7 +394,7 @@ def test_the_probe_asks_each_node_once_and_each_thread_alone_when_its_node_fails
     client time each; it is now a call per node (lua/thread_states.lua, flagged
     allow-cross-slot-keys). A node that cannot answer for its keys (the client's slot map
     out of date, a slot moving) has them asked one call each, as before: same answers."""
-    made, newest_first = shared_threads(saver, close_id)
+    _, newest_first = shared_threads(saver, close_id)
     alone = per_thread_probes(saver, monkeypatch)
     assert all_ids(saver, tenant="shared") == newest_first
     got = [t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "shared"}, limit=5)]
@@ -425,7 +425,7 @@ async def test_the_async_probe_asks_each_node_once(
 ) -> None:
     async with AsyncRedisSaver(server_url, cluster=True, prefix=new_prefix()) as saver:
         with RedisSaver(server_url, cluster=True, prefix=saver.prefix) as writer:
-            made, newest_first = shared_threads(writer, close_id)
+            _, newest_first = shared_threads(writer, close_id)
         alone = per_thread_probes(saver, monkeypatch)
         flt = {"tenant": "shared"}
         got = [t.checkpoint["id"] async for t in saver.alist(None, filter=flt, limit=5)]
