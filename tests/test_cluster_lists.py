@@ -17,7 +17,7 @@ from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
 
 from .conftest import LocalCluster, new_prefix, slot_moving
-from .test_contract import cfg, chain
+from .test_contract import cfg, chain, thread_by_thread
 from .test_threads_by_value import (
     all_ids,
     expected,
@@ -150,7 +150,7 @@ def test_delete_for_runs_visits_only_the_threads_of_the_runs(
     assert calls.count("delete_for_runs") == 2  # one thread each
     assert list(saver.list(None, filter={"run_id": "r3"})) == []
     left = {t: rows for t, rows in made.items() if t not in ("thread-3", "thread-7")}
-    assert [t.checkpoint["id"] for t in saver.list(None)] == expected(left)
+    assert thread_by_thread(saver.list(None)) == expected(left)
 
 
 def test_a_delete_takes_the_thread_out_of_its_lists(

@@ -54,12 +54,15 @@ from .core import (
     Op,
     Request,
     ScanKeys,
+    ScanPage,
     ScriptCall,
     Stream,
     explain_response_error,
     largest_arg,
+    next_scan_position,
     node_groups,
     refuse_oversized,
+    scan_position,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -210,6 +213,24 @@ class AsyncRedisSaver(RedisSaverBase):
             out.append(reply)
         return out
 
+    async def _scan_page(self, request: ScanPage) -> tuple[str | None, list[bytes]]:
+        """As RedisSaver._scan_page."""
+        client = self._client
+        if isinstance(client, AsyncRedisCluster):
+            nodes = sorted(client.get_primaries(), key=lambda n: n.name)
+            at, cursor = scan_position(request.cursor)
+            if at >= len(nodes):  # (a primary less since the scan began)
+                return None, []
+            node = nodes[at]
+            cursors, keys = await client.scan(
+                cursor=cursor, match=request.match, count=request.count, target_nodes=node
+            )
+            return next_scan_position(at, cursors[node.name], len(nodes)), keys
+        cursor, keys = await client.scan(
+            cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
+        )
+        return next_scan_position(0, cursor, 1), keys
+
     async def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
         """A NodeBatch: as RedisSaver._node_batch_on_cluster, the nodes asked at once."""
         assert isinstance(self._client, AsyncRedisCluster)
@@ -290,6 +311,8 @@ class AsyncRedisSaver(RedisSaverBase):
                         match=request.match, count=request.count
                     )
                 ]
+            if isinstance(request, ScanPage):
+                return await self._scan_page(request)
             if isinstance(self._client, AsyncRedisCluster):
                 if isinstance(request, NodeBatch) and len(request.calls) > 1:
                     return await self._node_batch_on_cluster(request)

@@ -47,12 +47,15 @@ from .core import (
     Op,
     Request,
     ScanKeys,
+    ScanPage,
     ScriptCall,
     Stream,
     explain_response_error,
     largest_arg,
+    next_scan_position,
     node_groups,
     refuse_oversized,
+    scan_position,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -193,6 +196,8 @@ class RedisSaver(RedisSaverBase):
                 return self._scripts[request.name](keys=request.keys, args=request.args)
             if isinstance(request, ScanKeys):
                 return list(self._client.scan_iter(match=request.match, count=request.count))
+            if isinstance(request, ScanPage):
+                return self._scan_page(request)
             if isinstance(self._client, RedisCluster):
                 if isinstance(request, NodeBatch) and len(request.calls) > 1:
                     return self._node_batch_on_cluster(request)
@@ -236,6 +241,23 @@ class RedisSaver(RedisSaverBase):
                 raise reply
             out.append(reply)
         return out
+
+    def _scan_page(self, request: ScanPage) -> tuple[str | None, list[bytes]]:
+        client = self._client
+        if isinstance(client, RedisCluster):
+            nodes = sorted(client.get_primaries(), key=lambda n: n.name)
+            at, cursor = scan_position(request.cursor)
+            if at >= len(nodes):  # (a primary less since the scan began)
+                return None, []
+            node = nodes[at]
+            cursors, keys = client.scan(
+                cursor=cursor, match=request.match, count=request.count, target_nodes=node
+            )
+            return next_scan_position(at, cursors[node.name], len(nodes)), keys
+        cursor, keys = client.scan(
+            cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
+        )
+        return next_scan_position(0, cursor, 1), keys
 
     def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
         """A NodeBatch: one call of its script per node, over the keys of the threads the
