@@ -578,3 +578,49 @@ def test_list_none_with_a_limit_takes_a_thread_that_scan_yields_twice_once(
     monkeypatch.setattr(core_module.SaverCore, "_scanned_threads", twice)
     for limit in (1, 3, 8, 9):
         assert [t.checkpoint["id"] for t in saver.list(None, limit=limit)] == expected[:limit]
+
+
+async def test_the_thread_backed_alist_and_the_loop_backed_list_stream_a_page_at_a_time(
+    server_url: str, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RedisSaver.alist ran list() whole in a worker thread, and AsyncRedisSaver.list (from
+    another thread) alist() whole on the loop, before handing out the first checkpoint: every
+    checkpoint of a listing in memory at once. They now go a page (100) at a time."""
+    import asyncio
+
+    from langgraph.checkpoint.rediskv import AsyncRedisSaver
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    decoded: list[int] = []
+    decode = core_module.SaverCore.decode_record
+
+    def counted(self: Any, thread_id: str, record: Any, warm: bool = False) -> Any:
+        decoded.append(1)
+        return decode(self, thread_id, record, warm)
+
+    prefix = new_prefix()
+    try:
+        with RedisSaver(server_url, prefix=prefix) as saver:
+            ids = many_threads(saver, 5, 50)
+            monkeypatch.setattr(core_module.SaverCore, "decode_record", counted)
+            got = []
+            async for t in saver.alist(None, limit=250):
+                if not got:
+                    assert len(decoded) <= 100  # (was 250)
+                got.append(t.checkpoint["id"])
+            assert got == ids
+        async with AsyncRedisSaver(server_url, prefix=prefix) as async_saver:
+            await async_saver.aget_tuple(cfg("m0"))  # (the saver's loop is this one)
+            decoded.clear()
+
+            def from_a_thread() -> list[str]:
+                out = []
+                for t in async_saver.list(None, limit=250):
+                    if not out:
+                        assert len(decoded) <= 100
+                    out.append(t.checkpoint["id"])
+                return out
+
+            assert await asyncio.to_thread(from_a_thread) == ids
+    finally:
+        forget_prefix(client, prefix)

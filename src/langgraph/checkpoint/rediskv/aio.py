@@ -49,6 +49,7 @@ from .check import Problem, check_store
 from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
+    LIST_PAGE,
     MIN_BULK_LIMIT,
     NodeBatch,
     Op,
@@ -474,10 +475,26 @@ class AsyncRedisSaver(RedisSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        async def collect() -> list[CheckpointTuple]:
-            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+        # a page at a time, each read on the saver's loop: a listing's memory stays bounded
+        # (the first at once, so that a call from the wrong thread fails here)
+        listing = self.alist(config, filter=filter, before=before, limit=limit)
 
-        return iter(self._on_loop(collect()))
+        async def more() -> list[CheckpointTuple]:
+            page: list[CheckpointTuple] = []
+            async for item in listing:
+                page.append(item)
+                if len(page) == LIST_PAGE:
+                    break
+            return page
+
+        def pages(page: list[CheckpointTuple]) -> Iterator[CheckpointTuple]:
+            while True:
+                yield from page
+                if len(page) < LIST_PAGE:
+                    return
+                page = self._on_loop(more())
+
+        return pages(self._on_loop(more()))
 
     def put(
         self,

@@ -42,6 +42,7 @@ from .check import Problem, check_store
 from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
+    LIST_PAGE,
     MIN_BULK_LIMIT,
     NodeBatch,
     Op,
@@ -423,11 +424,18 @@ class RedisSaver(RedisSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        def collect() -> builtins.list[CheckpointTuple]:
-            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
+        # a page at a time, each read in a worker thread: a listing's memory stays bounded
+        listing = self.list(config, filter=filter, before=before, limit=limit)
 
-        for item in await asyncio.to_thread(collect):
-            yield item
+        def more() -> builtins.list[CheckpointTuple]:
+            return builtins.list(itertools.islice(listing, LIST_PAGE))
+
+        while True:
+            page = await asyncio.to_thread(more)
+            for item in page:
+                yield item
+            if len(page) < LIST_PAGE:
+                return
 
     async def aput(
         self,
