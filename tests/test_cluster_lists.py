@@ -282,7 +282,10 @@ def test_the_reader_removes_members_of_gone_incarnations(
     ids = chain(saver, "a", [{"user_id": "u1"}])
     index = keys.threads_with("user_id:%22u1%22")
     client.zadd(index, {b"{a}deadbeef": float("inf"), b"{gone}cafe": float("inf")})
-    assert [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "u1"})] == ids
+    # with a limit, so few threads are visited at once, unasked: each thread once
+    flt = {"user_id": "u1"}
+    assert [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=10)] == ids
+    assert [t.checkpoint["id"] for t in saver.list(None, filter=flt)] == ids
     assert [m[:3] for m, _ in members(client, index)] == [b"{a}"]
 
 
@@ -450,3 +453,5 @@ def test_a_saver_asks_whether_the_lists_are_complete_until_they_are(
     for _ in range(3):
         assert len(list(saver.list(None, filter={"user_id": "u1"}, limit=5))) == 1
     assert calls.count("register_metadata_index") == 1
+    # (one candidate, fewer than a group: visited at once, not asked its newest score first)
+    assert calls.count("thread_lists") == 0

@@ -1333,6 +1333,16 @@ class SaverCore:
             while True:
                 if not more.queue and not more.done:
                     yield from self._read_candidates(more)
+                unique: dict[str, tuple[str, float, bytes]] = {}
+                if more.probe is not None and more.done and not more.probed:
+                    for entry in more.queue:  # (in score order)
+                        unique.setdefault(entry[0], entry)
+                if unique and len(unique) <= group:
+                    # the threads left fit in one group: visited at once, with no need of
+                    # their newest scores (a round trip), each once whatever incarnations
+                    # its members name
+                    more.probe = None
+                    more.queue = deque(unique.values())
                 if more.probe is not None:
                     yield from probe_candidates(more)
                     best = -more.probed[0][0] if more.probed else None
