@@ -8,6 +8,9 @@ the PostgreSQL saver, on the same threads.
 
 Each thread has 3 checkpoints (source input, loop, loop) with the metadata a chat backend
 writes: `user_id` (10 threads per user), `tenant` (50 tenants), `run_id` (one per thread).
+The ids are made before the run, so they fall within a second (a cluster's worst case, see
+make_ids); the threads of one tenant get ids spread over 30 minutes instead, as threads
+written over time have, and that tenant has a row of its own.
 Redis: a private redis-server started for the run (persistence off), written with the async
 saver, 64 calls in flight; with `--cluster`, also the test suite's 3-node cluster (its
 LocalCluster, persistence turned off), written the same way, and `delete_for_runs` of one run
@@ -27,6 +30,7 @@ import secrets
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,8 @@ from langgraph.checkpoint.rediskv import AsyncRedisSaver
 IN_FLIGHT = 64
 USERS_PER_THREAD = 10  # threads per user_id
 TENANTS = 50
+SPREAD_TENANT = 8  # the tenant whose threads' ids are spread over time
+SPREAD_SECONDS = 1800
 
 
 def metadata_of(n: int, step: int) -> dict[str, Any]:
@@ -53,9 +59,26 @@ def metadata_of(n: int, step: int) -> dict[str, Any]:
     }
 
 
+def uuid6_at(seconds: float) -> str:
+    """A UUIDv6 of the given Unix time, as LangGraph makes checkpoint ids."""
+    ts = int(seconds * 10_000_000) + 0x01B21DD213814000  # 100 ns steps since 1582-10-15
+    value = (ts >> 12) << 80 | 6 << 76 | (ts & 0xFFF) << 64 | 0b10 << 62 | secrets.randbits(62)
+    return str(uuid.UUID(int=value))
+
+
 def make_ids(threads: int) -> list[list[str]]:
-    """The checkpoint ids of every thread, made once so that every saver stores the same."""
-    return [[empty_checkpoint()["id"] for _ in range(3)] for _ in range(threads)]
+    """The checkpoint ids of every thread, made once so that every saver stores the same. Made
+    now, so all of them fall within a second: the worst case of a cluster's lists, whose
+    scores are loose by 10 s (every thread of a value is asked its newest score). The threads
+    of tenant SPREAD_TENANT instead look written over SPREAD_SECONDS, as in real use: thread n
+    at n / threads of that time, its checkpoints 2 s apart."""
+    start = time.time() - SPREAD_SECONDS - 10
+    return [
+        [uuid6_at(start + SPREAD_SECONDS * n / threads + 2 * step) for step in range(3)]
+        if n % TENANTS == SPREAD_TENANT
+        else [empty_checkpoint()["id"] for _ in range(3)]
+        for n in range(threads)
+    ]
 
 
 async def write_threads(saver: BaseCheckpointSaver[Any], ids: list[list[str]]) -> None:
@@ -158,6 +181,9 @@ async def main_async(args: argparse.Namespace) -> int:
         queries = {
             "user_id (10 threads)": {"user_id": f"user-{threads // 20:06d}"},
             f"tenant ({threads // TENANTS:,} threads)": {"tenant": "tenant-07"},
+            f"tenant, ids over {SPREAD_SECONDS // 60} min ({threads // TENANTS:,} threads)": {
+                "tenant": f"tenant-{SPREAD_TENANT:02d}"
+            },
             "user_id + tenant": {"user_id": f"user-{threads // 20:06d}",
                                  "tenant": f"tenant-{(threads // 2) % TENANTS:02d}"},
             "user_id, no match": {"user_id": "nobody"},

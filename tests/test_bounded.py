@@ -7,17 +7,18 @@ whose client stopped midway is finished by the next writer or by check_invariant
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver, bulk
-from langgraph.checkpoint.rediskv.core import Batch, Op, ScriptCall
+from langgraph.checkpoint.rediskv.core import Batch, Op, ScanPage, ScriptCall
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import data_keys, keys_of
-from .test_contract import cfg, chain, make_checkpoint
+from .conftest import data_keys, keys_of, new_prefix
+from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 
 def build_chain(
@@ -286,19 +287,21 @@ def test_delete_for_runs_that_empties_a_namespace_takes_its_loose_blobs(
 def test_list_over_more_threads_than_the_window_holds_pages_of_few(
     saver: RedisSaver, monkeypatch: pytest.MonkeyPatch, window: int
 ) -> None:
-    """list(None) merges every thread; before, it read a page (up to 100 checkpoints) of each
-    of them at once, so a listing of 100,000 threads held millions of checkpoints in the
-    client. Past LIST_WINDOW threads it keeps the next id of each and pages of a few."""
+    """list(None, filter, limit) merges the candidate threads; before, it read a page (up to
+    100 checkpoints) of each of them at once, so a listing of 100,000 threads held millions
+    of checkpoints in the client. Past LIST_WINDOW threads it keeps the next id of each and
+    pages of a few."""
     from langgraph.checkpoint.rediskv import core as core_module
 
     made: dict[str, list[str]] = {}
     for step in range(4):  # interleaved in time: the merge goes from thread to thread
         for n in range(12):
-            md = {"step": step, "user_id": f"u{n % 2}"}
+            md = {"step": step, "user_id": "u", "tier": f"t{n % 2}"}
             ns = "" if step % 2 else "sub"
             made.setdefault(f"w{n}", []).extend(chain(saver, f"w{n}", [md], ns=ns))
     expected = sorted((i for ids in made.values() for i in ids), reverse=True)
-    assert [t.checkpoint["id"] for t in saver.list(None)] == expected
+    flt = {"user_id": "u"}
+    assert [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=100)] == expected
 
     pages: list[int] = []
     decoded: list[int] = []
@@ -315,14 +318,18 @@ def test_list_over_more_threads_than_the_window_holds_pages_of_few(
         return decode(self, thread_id, record, warm)
 
     monkeypatch.setattr(core_module, "LIST_WINDOW", window)
+    monkeypatch.setattr(core_module, "CANDIDATE_GROUP", 12)  # (the 12 threads at once)
     monkeypatch.setattr(core_module.SaverCore, "_list_call", listed)
     monkeypatch.setattr(core_module.SaverCore, "decode_record", decoded_record)
-    assert [t.checkpoint["id"] for t in saver.list(None)] == expected
+    assert [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=100)] == expected
     assert pages.count(-1) == 12  # a head of each thread first, then pages as needed
-    assert [t.checkpoint["id"] for t in saver.list(None, limit=7)] == expected[:7]
+    assert [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=7)] == expected[:7]
     before = cfg("w0", checkpoint_id=expected[10])
     third = {ids[2] for ids in made.values()}
-    got = [t.checkpoint["id"] for t in saver.list(None, before=before, filter={"step": 2})]
+    got = [
+        t.checkpoint["id"]
+        for t in saver.list(None, before=before, filter={**flt, "step": 2}, limit=100)
+    ]
     assert got == [i for i in expected[11:] if i in third]
     assert set(decoded) == {7}  # whole records only: a head is never handed out
 
@@ -346,14 +353,15 @@ def test_a_window_over_threads_with_the_same_ids_makes_progress(
 
     def counted(request: Any) -> Any:
         nonlocal calls
-        calls += 1
+        calls += not isinstance(request, ScanPage)  # (SCAN steps: as many as the keyspace needs)
         assert calls < 100, "the listing makes no progress"
         return send(request)
 
     monkeypatch.setattr(saver, "_send", counted)
-    got = [t.checkpoint["id"] for t in saver.list(None, filter={"source": "loop"})]
+    flt = {"source": "loop"}
+    got = [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=100)]
     assert got == [i for i in reversed(ids) for _ in range(4)]
-    got = [t.checkpoint["id"] for t in saver.list(None)]
+    got = [t.checkpoint["id"] for t in saver.list(None, limit=100)]
     assert got == [i for i in reversed(ids) for _ in range(4)]
 
 
@@ -369,5 +377,250 @@ def test_a_window_stream_that_ends_on_an_empty_page_holds_no_place(
     ids = chain(saver, "a", [{"k": "y"}] + [{"k": "x"}] * 3)  # the oldest does not match
     monkeypatch.setattr(core_module, "LIST_WINDOW", 1)
     monkeypatch.setattr(core_module, "LIST_PAGE", 3)
-    got = [t.checkpoint["id"] for t in saver.list(None, filter={"k": "x"})]
+    got = [t.checkpoint["id"] for t in saver.list(None, filter={"k": "x"}, limit=100)]
     assert got == ids[:0:-1] + older["o1"] + older["o0"]
+
+
+def many_threads(saver: RedisSaver, threads: int, per_thread: int, name: str = "m") -> list[str]:
+    """`threads` threads of `per_thread` checkpoints each, the puts sent in pipelines of 1000;
+    the ids, newest first."""
+    core = saver._core
+    calls: list[ScriptCall] = []
+    ids: list[str] = []
+    for n in range(threads):
+        parent: str | None = None
+        for i in range(per_thread):
+            version = f"{i + 1:08d}"
+            checkpoint = make_checkpoint({"n": f"value {i} of {n}"}, {"n": version})
+            metadata = {"source": "loop", "step": i, "user_id": f"u{n % 7}"}
+            op = core.put(cfg(f"{name}{n}", "", parent), checkpoint, metadata, {"n": version})
+            request = next(op)
+            while not (isinstance(request, ScriptCall) and request.name == "put_checkpoint"):
+                request = op.send(saver._send(request))
+            calls.append(request)
+            parent = checkpoint["id"]
+            ids.append(parent)
+    for start in range(0, len(calls), 1000):
+        replies = saver._send(Batch(calls[start : start + 1000]))
+        assert all(not isinstance(r, bytes) for r in replies), replies[:3]
+    return sorted(ids, reverse=True)
+
+
+def peak_of(saver: RedisSaver, **kw: Any) -> tuple[int, int]:
+    """How many checkpoints list(None, **kw) yields, and the peak of the client's memory
+    (tracemalloc) while it runs, none of them kept: the second run (the first leaves
+    caches of redis-py and Python behind, a few hundred KB whatever the threads)."""
+    sum(1 for _ in saver.list(None, **kw))
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in saver.list(None, **kw))
+        return count, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def forget_prefix(client: redis.Redis, prefix: str) -> None:
+    """Remove a test's keys from the shared server."""
+    keys = keys_of(client, f"{prefix}:*")
+    for start in range(0, len(keys), 1000):
+        client.unlink(*keys[start : start + 1000])
+
+
+def test_list_none_holds_the_same_memory_over_ten_times_the_threads(
+    server_url: str, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """list(None) kept the next id of every thread to merge them newest first (about 700 B
+    a thread: 13.8 MB at 20,000 threads). Without a limit it now goes thread by thread, and
+    with one it keeps the newest `limit` ids: the client's memory is the same over 3,000
+    threads as over 300 (a SCAN step's keys, one round trip's pages or ids)."""
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    monkeypatch.setattr(core_module, "SCAN_COUNT", 100)  # (small steps: they do not count)
+    peaks: dict[int, dict[str, int]] = {}
+    for threads in (300, 3000):
+        prefix = new_prefix()
+        try:
+            with RedisSaver(server_url, prefix=prefix) as saver:
+                ids = many_threads(saver, threads, 2)
+                count, peaks.setdefault(threads, {})["all"] = peak_of(saver)
+                assert count == len(ids)
+                count, peaks[threads]["limit"] = peak_of(saver, limit=10)
+                assert count == 10
+                count, peaks[threads]["filter"] = peak_of(saver, filter={"step": 1})
+                assert count == threads
+        finally:
+            forget_prefix(client, prefix)
+    for kind in ("all", "limit", "filter"):
+        small, large = peaks[300][kind], peaks[3000][kind]
+        # (before: over 2 MB more at 3,000 threads than at 300)
+        assert large < small * 1.5 + 100_000, (kind, peaks)
+
+
+def test_list_none_of_an_empty_store(saver: RedisSaver) -> None:
+    for limit in (None, 0, 1, 10):
+        assert list(saver.list(None, limit=limit)) == []
+        assert list(saver.list(None, filter={"step": 1}, limit=limit)) == []
+        assert list(saver.list(None, filter={"user_id": "u"}, limit=limit)) == []
+
+
+def test_list_none_limits_and_before(saver: RedisSaver) -> None:
+    ids = many_threads(saver, 30, 3)
+    assert thread_by_thread(saver.list(None)) == ids
+    for limit in (0, 1, 2, 89, 90, 91, 200):
+        assert [t.checkpoint["id"] for t in saver.list(None, limit=limit)] == ids[:limit]
+    before = cfg("any", checkpoint_id=ids[40])
+    assert thread_by_thread(saver.list(None, before=before)) == ids[41:]
+    for limit in (1, 49, 50):
+        got = [t.checkpoint["id"] for t in saver.list(None, before=before, limit=limit)]
+        assert got == ids[41 : 41 + limit]
+    steps = {t.checkpoint["id"] for t in saver.list(None, filter={"step": 2})}
+    got = [t.checkpoint["id"] for t in saver.list(None, filter={"step": 2}, limit=5)]
+    assert got == [i for i in ids if i in steps][:5]
+
+
+def test_list_none_goes_thread_by_thread_in_pages(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads longer than a first page, in groups smaller than the store, several namespaces
+    per thread, and a thread with more namespaces than one call merges."""
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    made: dict[str, list[str]] = {}
+    for n in range(7):
+        for step in range(9):
+            ns = "" if step % 3 else f"sub{step % 2}"
+            made.setdefault(f"p{n}", []).extend(chain(saver, f"p{n}", [{"s": step}], ns=ns))
+    for k in range(5):
+        made["wide"] = made.get("wide", []) + chain(saver, "wide", [{"s": k}], ns=f"w{k}")
+    monkeypatch.setattr(core_module, "FIRST_PAGE", 2)
+    monkeypatch.setattr(core_module, "THREAD_GROUP", 3)
+    monkeypatch.setattr(core_module, "LIST_PAGE", 4)
+    monkeypatch.setattr(core_module, "NAMESPACE_CHUNK", 2)
+    expected = sorted((i for ids in made.values() for i in ids), reverse=True)
+    assert thread_by_thread(saver.list(None)) == expected
+    assert [t.checkpoint["id"] for t in saver.list(None, limit=11)] == expected[:11]
+    odd = {i for ids in made.values() for i in ids[1::2]}
+    got = thread_by_thread(saver.list(None, filter={"s": 1}))
+    assert got == sorted(t.checkpoint["id"] for t in saver.list(None, filter={"s": 1}))[::-1]
+    assert {"p0"} <= {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+    assert odd  # (the chains are long enough for pages of 4)
+
+
+def test_a_thread_deleted_while_list_none_runs(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread deleted mid-listing gives at most what was read of it before (its next page
+    finds it gone); the other threads come whole."""
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    made = {f"d{n}": chain(saver, f"d{n}", [{"s": s} for s in range(10)]) for n in range(5)}
+    monkeypatch.setattr(core_module, "FIRST_PAGE", 4)
+    monkeypatch.setattr(core_module, "THREAD_GROUP", 2)
+    monkeypatch.setattr(core_module, "LIST_PAGE", 3)
+    listing = saver.list(None)
+    first = next(listing)
+    current = first.config["configurable"]["thread_id"]
+    saver.delete_thread(current)
+    rest = list(listing)
+    got: dict[str, list[str]] = {}
+    for t in [first, *rest]:
+        got.setdefault(t.config["configurable"]["thread_id"], []).append(t.checkpoint["id"])
+    assert len(got.pop(current)) <= 4  # its first page only
+    assert got == {t: ids[::-1] for t, ids in made.items() if t != current}
+    thread_by_thread([first, *rest])
+
+
+def test_list_none_with_a_limit_makes_up_for_checkpoints_deleted_after_it_chose_them(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a limit the newest ids are chosen first and their records read after: a
+    checkpoint gone in between is replaced by the next newest, so the answer stays that of
+    the store as it is read."""
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    made = {f"c{n}": chain(saver, f"c{n}", [{"s": s} for s in range(3)]) for n in range(6)}
+    select = core_module.SaverCore._select_newest
+    deleted: list[str] = []
+
+    def select_then_delete(self: Any, *args: Any) -> Any:
+        chosen = yield from select(self, *args)
+        if not deleted:  # the thread of the newest chosen goes, once
+            newest = max(chosen, key=lambda e: e.id)
+            deleted.append(newest.thread)
+            saver.delete_thread(newest.thread)
+        return chosen
+
+    monkeypatch.setattr(core_module.SaverCore, "_select_newest", select_then_delete)
+    got = [t.checkpoint["id"] for t in saver.list(None, limit=5)]
+    left = sorted((i for t, ids in made.items() if t not in deleted for i in ids), reverse=True)
+    assert got == left[:5]
+
+
+def test_list_none_with_a_limit_takes_a_thread_that_scan_yields_twice_once(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    made = {f"s{n}": chain(saver, f"s{n}", [{"s": s} for s in range(2)]) for n in range(4)}
+    expected = sorted((i for ids in made.values() for i in ids), reverse=True)
+    scanned = core_module.SaverCore._scanned_threads
+
+    def twice(self: Any) -> Any:
+        chunks = [sorted(made), sorted(made)]
+        inner = scanned(self)
+
+        def next_threads() -> Any:
+            yield from inner()  # (the SCAN requests, for what they are)
+            return chunks.pop() if chunks else None
+
+        return next_threads
+
+    monkeypatch.setattr(core_module.SaverCore, "_scanned_threads", twice)
+    for limit in (1, 3, 8, 9):
+        assert [t.checkpoint["id"] for t in saver.list(None, limit=limit)] == expected[:limit]
+
+
+async def test_the_thread_backed_alist_and_the_loop_backed_list_stream_a_page_at_a_time(
+    server_url: str, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RedisSaver.alist ran list() whole in a worker thread, and AsyncRedisSaver.list (from
+    another thread) alist() whole on the loop, before handing out the first checkpoint: every
+    checkpoint of a listing in memory at once. They now go a page (100) at a time."""
+    import asyncio
+
+    from langgraph.checkpoint.rediskv import AsyncRedisSaver
+    from langgraph.checkpoint.rediskv import core as core_module
+
+    decoded: list[int] = []
+    decode = core_module.SaverCore.decode_record
+
+    def counted(self: Any, thread_id: str, record: Any, warm: bool = False) -> Any:
+        decoded.append(1)
+        return decode(self, thread_id, record, warm)
+
+    prefix = new_prefix()
+    try:
+        with RedisSaver(server_url, prefix=prefix) as saver:
+            ids = many_threads(saver, 5, 50)
+            monkeypatch.setattr(core_module.SaverCore, "decode_record", counted)
+            got = []
+            async for t in saver.alist(None, limit=250):
+                if not got:
+                    assert len(decoded) <= 100  # (was 250)
+                got.append(t.checkpoint["id"])
+            assert got == ids
+        async with AsyncRedisSaver(server_url, prefix=prefix) as async_saver:
+            await async_saver.aget_tuple(cfg("m0"))  # (the saver's loop is this one)
+            decoded.clear()
+
+            def from_a_thread() -> list[str]:
+                out = []
+                for t in async_saver.list(None, limit=250):
+                    if not out:
+                        assert len(decoded) <= 100
+                    out.append(t.checkpoint["id"])
+                return out
+
+            assert await asyncio.to_thread(from_a_thread) == ids
+    finally:
+        forget_prefix(client, prefix)

@@ -17,7 +17,7 @@ from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from .conftest import LocalCluster, SlotMove, new_prefix, slot_moving
 from .test_conformance import test_conformance_all_capabilities  # noqa: F401
-from .test_contract import cfg, chain
+from .test_contract import cfg, chain, thread_by_thread
 from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
 from .test_ttl import build_chat, expected_messages, turn
 
@@ -71,13 +71,15 @@ def test_list_across_shards_matches_a_single_server(server_url: str, client: Red
                 saver, f"t{i}", [{"user_id": "u" if i % 3 else "v", "step": s} for s in range(3)]
             )
         newest_first = sorted(ids, reverse=True)
-        assert [t.checkpoint["id"] for t in saver.list(None)] == newest_first
-        assert [t.checkpoint["id"] for t in saver.list(None, limit=5)] == newest_first[:5]
+        assert thread_by_thread(saver.list(None)) == newest_first
+        for limit in (1, 5, 35, 36, 37):
+            got = [t.checkpoint["id"] for t in saver.list(None, limit=limit)]
+            assert got == newest_first[:limit]
         before = cfg("x", checkpoint_id=newest_first[10])
         assert [
             t.checkpoint["id"] for t in saver.list(None, before=before, limit=3)
         ] == newest_first[11:14]
-        v_ids = [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "v"})]
+        v_ids = thread_by_thread(saver.list(None, filter={"user_id": "v"}))
         assert v_ids == sorted([i for n, i in enumerate(ids) if (n // 3) % 3 == 0], reverse=True)
         assert list(client.scan_iter(match=f"{saver.prefix}:mi:*")) == []
 
@@ -169,11 +171,11 @@ def test_a_batch_over_threads_during_a_slot_move_waits_for_the_moving_thread(
         ids = {f"t{i}": chain(saver, f"t{i}", [{"user_id": "u"}] * 3) for i in range(8)}
         slot = slot_of(client, keys.thread(keys.tag("t3")))
         with slot_moving(local_cluster, slot, moved_before_the_call, 1.0):
-            got = [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "u"})]
+            got = thread_by_thread(saver.list(None, filter={"user_id": "u"}))
         assert got == sorted((i for chain_ids in ids.values() for i in chain_ids), reverse=True)
         with slot_moving(local_cluster, slot, moved_before_the_call, 1.0):
             saver.prune(list(ids), strategy="keep_latest")
-        assert [t.checkpoint["id"] for t in saver.list(None)] == sorted(
+        assert thread_by_thread(saver.list(None)) == sorted(
             (chain_ids[-1] for chain_ids in ids.values()), reverse=True
         )
         assert saver.check_invariants() == []

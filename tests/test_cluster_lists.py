@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from redis.cluster import RedisCluster
 
-from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.core import Batch, ScriptCall, id_score
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
 
-from .conftest import LocalCluster, new_prefix
-from .test_contract import cfg, chain
+from .conftest import LocalCluster, new_prefix, slot_moving
+from .test_contract import cfg, chain, thread_by_thread
 from .test_threads_by_value import (
     all_ids,
     expected,
@@ -150,7 +150,7 @@ def test_delete_for_runs_visits_only_the_threads_of_the_runs(
     assert calls.count("delete_for_runs") == 2  # one thread each
     assert list(saver.list(None, filter={"run_id": "r3"})) == []
     left = {t: rows for t, rows in made.items() if t not in ("thread-3", "thread-7")}
-    assert [t.checkpoint["id"] for t in saver.list(None)] == expected(left)
+    assert thread_by_thread(saver.list(None)) == expected(left)
 
 
 def test_a_delete_takes_the_thread_out_of_its_lists(
@@ -266,7 +266,7 @@ def test_a_shared_value_with_a_limit_visits_the_threads_newest_by_their_own_scor
     got, threads = listed_limit(saver, visited, 5, tenant="shared")
     assert got == newest_first[:5]
     assert threads == [f"t{n:02d}" for n in range(32, 40)]  # a group (CANDIDATE_GROUP)
-    assert calls.count("thread_lists") == 40  # every thread asked, in one pipeline
+    assert calls.count("thread_lists") == 40  # every thread asked, in one round trip
     got, threads = listed_limit(saver, visited, 20, tenant="shared")
     assert got == newest_first[:20]
     assert threads == [f"t{n:02d}" for n in range(20, 40)]
@@ -282,7 +282,10 @@ def test_the_reader_removes_members_of_gone_incarnations(
     ids = chain(saver, "a", [{"user_id": "u1"}])
     index = keys.threads_with("user_id:%22u1%22")
     client.zadd(index, {b"{a}deadbeef": float("inf"), b"{gone}cafe": float("inf")})
-    assert [t.checkpoint["id"] for t in saver.list(None, filter={"user_id": "u1"})] == ids
+    # with a limit, so few threads are visited at once, unasked: each thread once
+    flt = {"user_id": "u1"}
+    assert [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=10)] == ids
+    assert [t.checkpoint["id"] for t in saver.list(None, filter=flt)] == ids
     assert [m[:3] for m, _ in members(client, index)] == [b"{a}"]
 
 
@@ -368,3 +371,87 @@ def test_the_checker_reports_a_list_without_the_thread_and_an_uncovered_checkpoi
         ("checkpoint not covered by its thread's list bounds", keys.checkpoint(tag, "", first)),
         (f"list without the thread's entry {tag + inc!r}", keys.threads_with("/r1")),
     ]
+
+
+def per_thread_probes(
+    saver: RedisSaver | AsyncRedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> list[int]:
+    """How many threads each probe that went one call per thread (a Batch) asked."""
+    sizes: list[int] = []
+    original = saver._batch_on_cluster
+
+    def counted(calls: Any) -> Any:
+        asked = sum(call.name == "thread_lists" for call in calls)
+        if asked:
+            sizes.append(asked)
+        return original(calls)
+
+    monkeypatch.setattr(saver, "_batch_on_cluster", counted)
+    return sizes
+
+
+def test_the_probe_asks_each_node_once_and_each_thread_alone_when_its_node_fails(
+    saver: RedisSaver, local_cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader's probe went as a pipeline of a script call per thread, about 30 us of
+    client time each; it is now a call per node (lua/thread_states.lua, flagged
+    allow-cross-slot-keys). A node that cannot answer for its keys (the client's slot map
+    out of date, a slot moving) has them asked one call each, as before: same answers."""
+    _, newest_first = shared_threads(saver, close_id)
+    alone = per_thread_probes(saver, monkeypatch)
+    assert all_ids(saver, tenant="shared") == newest_first
+    got = [t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "shared"}, limit=5)]
+    assert got == newest_first[:5]
+    assert sum(alone) <= 3  # (a node that serves one thread of them asks it alone)
+    # a map out of date: every key put on one node, which serves a third of them
+    client = saver.client
+    assert isinstance(client, RedisCluster)
+    first = client.get_primaries()[0]
+    monkeypatch.setattr(client, "get_node_from_key", lambda key, replica=False: first)
+    alone.clear()
+    got = [t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "shared"}, limit=5)]
+    assert got == newest_first[:5]
+    assert sum(alone) == 40  # (the node's call failed whole: every thread asked alone)
+    monkeypatch.undo()
+    # a thread's slot moving, its keys gone first: its probe waits the move out
+    keys = KeySchema(saver.prefix)
+    slot = client.keyslot(keys.thread_bounds(keys.tag("t39")))
+    alone = per_thread_probes(saver, monkeypatch)
+    with slot_moving(local_cluster, slot, 1000, 0.3):
+        got = [t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "shared"}, limit=5)]
+    assert got == newest_first[:5]
+    assert sum(alone) >= 1
+
+
+async def test_the_async_probe_asks_each_node_once(
+    server_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with AsyncRedisSaver(server_url, cluster=True, prefix=new_prefix()) as saver:
+        with RedisSaver(server_url, cluster=True, prefix=saver.prefix) as writer:
+            _, newest_first = shared_threads(writer, close_id)
+        alone = per_thread_probes(saver, monkeypatch)
+        flt = {"tenant": "shared"}
+        got = [t.checkpoint["id"] async for t in saver.alist(None, filter=flt, limit=5)]
+        assert got == newest_first[:5]
+        assert sum(alone) <= 3
+        client = saver.client
+        first = client.get_primaries()[0]  # type: ignore[union-attr]
+        monkeypatch.setattr(client, "get_node_from_key", lambda key, replica=False: first)
+        got = [t.checkpoint["id"] async for t in saver.alist(None, filter=flt, limit=5)]
+        assert got == newest_first[:5]
+        assert sum(alone) == 40
+
+
+def test_a_saver_asks_whether_the_lists_are_complete_until_they_are(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every filtered listing on a cluster asked the registry (another slot) whether the
+    lists are complete, a round trip of its own; once they are they stay so (only a reindex
+    changes the state, from "building" to "ready"), and the saver asks no more."""
+    chain(saver, "a", [{"user_id": "u1"}])
+    calls = record_calls(saver, monkeypatch)
+    for _ in range(3):
+        assert len(list(saver.list(None, filter={"user_id": "u1"}, limit=5))) == 1
+    assert calls.count("register_metadata_index") == 1
+    # (one candidate, fewer than a group: visited at once, not asked its newest score first)
+    assert calls.count("thread_lists") == 0

@@ -6,13 +6,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from langgraph.checkpoint.base import ERROR, INTERRUPT, Checkpoint, empty_checkpoint
+from langgraph.checkpoint.base import (
+    ERROR,
+    INTERRUPT,
+    Checkpoint,
+    CheckpointTuple,
+    empty_checkpoint,
+)
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, core
@@ -53,6 +60,31 @@ def chain(
 
 def listed_ids(saver: RedisSaver, config: Any, **kw: Any) -> list[str]:
     return [t.checkpoint["id"] for t in saver.list(config, **kw)]
+
+
+def thread_by_thread(tuples: Iterable[CheckpointTuple]) -> list[str]:
+    """The ids of a list(None) without a limit, newest first, once checked to come thread by
+    thread: each thread's checkpoints together, newest first."""
+    ids: list[str] = []
+    threads: list[str] = []
+    for t in tuples:
+        thread_id = t.config["configurable"]["thread_id"]
+        if threads and threads[-1] == thread_id:
+            assert t.checkpoint["id"] < ids[-1], f"thread {thread_id!r}: not newest first"
+        else:
+            assert thread_id not in threads, f"thread {thread_id!r} comes twice"
+            threads.append(thread_id)
+        ids.append(t.checkpoint["id"])
+    return sorted(ids, reverse=True)
+
+
+def any_listing(tuples: Iterable[CheckpointTuple]) -> list[str]:
+    """The ids of a list(None) without a limit, newest first, once checked to come in an
+    order it may: newest first (a filter on an indexed key reads its index), or thread by
+    thread."""
+    got = list(tuples)
+    ids = [t.checkpoint["id"] for t in got]
+    return ids if ids == sorted(ids, reverse=True) else thread_by_thread(got)
 
 
 # -- metadata filters ---------------------------------------------------------------------
@@ -160,22 +192,30 @@ def test_list_none_searches_every_thread_newest_first(saver: RedisSaver) -> None
     b = chain(saver, "b", [{"user_id": "u1"}])
     a += chain(saver, "a", [{"user_id": "u1"}])
     all_ids = sorted(a + b, reverse=True)
-    assert listed_ids(saver, None) == all_ids
-    assert listed_ids(saver, None, limit=2) == all_ids[:2]
-    assert listed_ids(saver, None, filter={"user_id": "u1"}) == [a[2], b[0], a[0]]
-    assert listed_ids(
-        saver, None, filter={"user_id": "u1"}, before=cfg("x", checkpoint_id=a[2])
-    ) == [b[0], a[0]]
-    threads = [t.config["configurable"]["thread_id"] for t in saver.list(None)]
+    # without a limit, thread by thread (as InMemorySaver): memory stays bounded
+    assert thread_by_thread(saver.list(None)) == all_ids
+    for limit in range(1, 6):  # with one, the newest of all
+        assert listed_ids(saver, None, limit=limit) == all_ids[:limit]
+    flt = {"user_id": "u1"}
+    assert listed_ids(saver, None, filter=flt, limit=3) == [a[2], b[0], a[0]]
+    assert thread_by_thread(saver.list(None, filter=flt)) == [a[2], b[0], a[0]]
+    before = cfg("x", checkpoint_id=a[2])
+    assert listed_ids(saver, None, filter=flt, before=before, limit=5) == [b[0], a[0]]
+    assert thread_by_thread(saver.list(None, filter=flt, before=before)) == [b[0], a[0]]
+    threads = [t.config["configurable"]["thread_id"] for t in saver.list(None, limit=10)]
     assert threads == ["a", "b", "a", "a"]
+    threads = [t.config["configurable"]["thread_id"] for t in saver.list(None)]
+    assert threads in (["a", "a", "a", "b"], ["b", "a", "a", "a"])
 
 
 async def test_async_list_none_matches_sync(async_saver: AsyncRedisSaver, server_url: str) -> None:
     with RedisSaver(server_url, prefix=async_saver.prefix) as sync_saver:
         ids = chain(sync_saver, "a", [{"k": 1}, {"k": 2}]) + chain(sync_saver, "b", [{"k": 1}])
-        got = [t.checkpoint["id"] async for t in async_saver.alist(None, filter={"k": 1})]
-        assert got == sorted([ids[0], ids[2]], reverse=True)
-        assert got == listed_ids(sync_saver, None, filter={"k": 1})
+        got = [t async for t in async_saver.alist(None, filter={"k": 1})]
+        assert thread_by_thread(got) == sorted([ids[0], ids[2]], reverse=True)
+        assert thread_by_thread(got) == thread_by_thread(sync_saver.list(None, filter={"k": 1}))
+        got_ids = [t.checkpoint["id"] async for t in async_saver.alist(None, limit=2)]
+        assert got_ids == listed_ids(sync_saver, None, limit=2)
 
 
 # -- writes ------------------------------------------------------------------------------------
@@ -405,7 +445,7 @@ def test_filters_on_values_beyond_json_match_in_every_process(
     berlin = when.astimezone(timezone(timedelta(hours=1)))
     [first] = chain(saver, "t", [{"event": {"at": when, "kind": "call"}}])
     [second] = chain(saver, "u", [{"event": {"kind": "call", "at": berlin}}])
-    assert listed_ids(saver, None, filter={"event": {"kind": "call", "at": when}}) == [
+    assert thread_by_thread(saver.list(None, filter={"event": {"kind": "call", "at": when}})) == [
         second,
         first,
     ]
@@ -436,7 +476,11 @@ def test_a_thread_with_more_namespaces_than_one_call_reads(
     assert listed_ids(saver, everything, filter={"step": 1}) == odd
     # step has no global index: every thread is listed, this one in chunks (twice before a
     # fix, when a chunked thread's first page came back empty)
-    assert listed_ids(saver, None, filter={"step": 1}) == sorted([*odd, other], reverse=True)
+    expected = sorted([*odd, other], reverse=True)
+    assert thread_by_thread(saver.list(None, filter={"step": 1})) == expected
+    assert listed_ids(saver, None, filter={"step": 1}, limit=100) == expected
+    for limit in (1, 7, 8):
+        assert listed_ids(saver, None, filter={"step": 1}, limit=limit) == expected[:limit]
     one = {"configurable": {"thread_id": "t", "checkpoint_id": made[44]}}
     assert listed_ids(saver, one) == [made[44]]
 

@@ -17,7 +17,8 @@ Rules (each a hypothesis ``@rule``):
 - ``list_thread``: one thread, every namespace or one, with filter / before / limit.
 - ``list_global``: ``list(None, filter=...)`` over every thread, indexed and unindexed keys.
   Limits around the page (100) and the inner batch (128): 1, 2, 99, 100, 101, 127, 128, 129,
-  None.
+  None. Without a limit the listing comes thread by thread (each thread's checkpoints newest
+  first), but from a metadata index (newest first); with one, the newest of all.
 - ``delete_thread``, ``delete_for_runs``, ``copy_thread`` (to a fresh thread or onto an existing
   one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
   ``set_thread_ttl``.
@@ -50,8 +51,9 @@ The oracle:
   any of its writes gave) must have no key left. In between, a checkpoint may be returned or
   not, but what is returned must equal what was put. Pending writes carry the same kind of
   bound per write. A checkpoint observed absent is dropped from the model (it cannot come back).
-- Lists must return, newest first, only checkpoints that may exist and match, every one that
-  must exist (all of them, or, with a full page, all those newer than the last one returned).
+- Lists must return, newest first (list(None) without a limit: thread by thread, each thread
+  newest first), only checkpoints that may exist and match, every one that must exist (all of
+  them, or, with a full page, all those newer than the last one returned).
 
 ``RSKV_MODEL_EXAMPLES`` / ``RSKV_MODEL_STEPS`` select a long run (e.g. 2000). For triage,
 ``RSKV_MODEL_SKIP`` names failure kinds to ignore (comma-separated prefixes of the names in
@@ -377,7 +379,11 @@ class SaverMachine(RuleBasedStateMachine):
         candidates: list[tuple[Thread, Cp]],
         limit: int | None,
         call: str,
+        by_thread: bool = False,
     ) -> None:
+        """``by_thread``: the listing comes thread by thread (list(None) without a limit,
+        not from a metadata index), each thread's checkpoints newest first; else all of them
+        newest first."""
         by_key = {(th.id, cp.ns, cp.id): (th, cp) for th, cp in candidates}
         must = {k for k, (_, cp) in by_key.items() if self.must(cp)}
         keys = [
@@ -397,7 +403,15 @@ class SaverMachine(RuleBasedStateMachine):
         if len(set(keys)) != len(keys):
             fail(f"{op}.duplicates", summary)
         ids = [k[2] for k in keys]
-        if ids != sorted(ids, reverse=True):
+        if by_thread:
+            runs = [k[0] for n, k in enumerate(keys) if n == 0 or keys[n - 1][0] != k[0]]
+            if len(runs) != len(set(runs)):
+                fail(f"{op}.order", f"{summary}; threads not one after the other: {runs[:10]}")
+            for thread_id in runs:
+                own = [k[2] for k in keys if k[0] == thread_id]
+                if own != sorted(own, reverse=True):
+                    fail(f"{op}.order", f"{summary}; {thread_id!r} not newest first: {own[:10]}")
+        elif ids != sorted(ids, reverse=True):
             fail(f"{op}.order", f"{summary}; ids not newest first: {ids[:10]}")
         if limit is None or len(got) < limit:
             missing = sorted(must - set(keys), key=lambda k: k[2], reverse=True)
@@ -725,7 +739,13 @@ class SaverMachine(RuleBasedStateMachine):
         indexed = any(k in self.indexed and v is not None for k, v in (flt or {}).items())
         op = "list_global[indexed]" if indexed else "list_global[scan]"
         call = f"list(None, filter={flt}, before={before_id}, limit={limit})"
-        self.check_listing(op, got, candidates, limit, call)
+        # without a limit, thread by thread (but from a metadata index: the saver's, none on
+        # a cluster); with one, the newest of all
+        from_index = any(
+            k in self.saver.indexed_metadata and v is not None for k, v in (flt or {}).items()
+        )
+        by_thread = limit is None and not from_index
+        self.check_listing(op, got, candidates, limit, call, by_thread=by_thread)
 
     # -- deletes and copies ----------------------------------------------------------------
     @rule(thread=picks)
@@ -994,6 +1014,14 @@ def _server(small_bulk_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # list(None) over more than 2 threads keeps the next id of each and pages of 2 at most
     # (core.LIST_WINDOW is 256): the global listings run over heads and pages read on demand
     monkeypatch.setattr(core, "LIST_WINDOW", 2)
+    # list(None) over every thread in small steps: SCAN steps of a few keys, first pages of 2
+    # checkpoints for 2 threads at a time, with a limit ids chosen 2 a thread at first and
+    # about 4 a round trip
+    monkeypatch.setattr(core, "SCAN_COUNT", 10)
+    monkeypatch.setattr(core, "FIRST_PAGE", 2)
+    monkeypatch.setattr(core, "THREAD_GROUP", 2)
+    monkeypatch.setattr(core, "FIRST_IDS", 2)
+    monkeypatch.setattr(core, "SELECT_IDS", 4)
 
 
 SaverMachine.TestCase.settings = _settings()

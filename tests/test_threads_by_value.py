@@ -20,7 +20,7 @@ from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 
 from .clock import advance_time
 from .conftest import data_keys, keys_of, record_of, set_record_field
-from .test_contract import cfg, chain, make_checkpoint
+from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 THREADS = 24
 
@@ -73,7 +73,7 @@ def visited(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def listed(saver: RedisSaver, visited: list[str], **flt: Any) -> tuple[list[str], list[str]]:
     visited.clear()
-    got = [t.checkpoint["id"] for t in saver.list(None, filter=flt)]
+    got = thread_by_thread(saver.list(None, filter=flt))
     return got, sorted(set(visited))
 
 
@@ -235,7 +235,7 @@ def uuid_like(thread: int, step: int) -> str:
 
 
 def all_ids(saver: RedisSaver, **flt: Any) -> list[str]:
-    return [t.checkpoint["id"] for t in saver.list(None, filter=flt)]
+    return thread_by_thread(saver.list(None, filter=flt))
 
 
 def test_id_score_follows_the_text_of_uuid_ids_and_is_infinite_for_others() -> None:
@@ -379,9 +379,9 @@ def test_threads_with_ids_of_other_forms_are_visited_and_ordered_by_their_text(
     monkeypatch.setattr(core_module, "CANDIDATE_CHUNK", 3)
     for limit in (1, 2, 3, 4, 5, 9, 25, 26, 27, None):
         visited.clear()
-        got = [
-            t.checkpoint["id"] for t in saver.list(None, filter={"tenant": "mixed"}, limit=limit)
-        ]
+        listing = saver.list(None, filter={"tenant": "mixed"}, limit=limit)
+        # (without a limit, thread by thread)
+        got = thread_by_thread(listing) if limit is None else [t.checkpoint["id"] for t in listing]
         assert got == newest_first[:limit]
         assert len(visited) == len(set(visited))  # no thread twice
     assert sorted(visited) == sorted(made)

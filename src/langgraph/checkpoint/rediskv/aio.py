@@ -24,7 +24,13 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry
-from redis.exceptions import ClusterError, RedisError, ResponseError, TryAgainError
+from redis.exceptions import (
+    ClusterError,
+    NoScriptError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 
 from .autopipeline import AutoPipeline
 from .base import (
@@ -43,15 +49,21 @@ from .check import Problem, check_store
 from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
+    LIST_PAGE,
     MIN_BULK_LIMIT,
+    NodeBatch,
     Op,
     Request,
     ScanKeys,
+    ScanPage,
     ScriptCall,
     Stream,
     explain_response_error,
     largest_arg,
+    next_scan_position,
+    node_groups,
     refuse_oversized,
+    scan_position,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -202,6 +214,62 @@ class AsyncRedisSaver(RedisSaverBase):
             out.append(reply)
         return out
 
+    async def _scan_page(self, request: ScanPage) -> tuple[str | None, list[bytes]]:
+        """As RedisSaver._scan_page."""
+        client = self._client
+        if isinstance(client, AsyncRedisCluster):
+            nodes = sorted(client.get_primaries(), key=lambda n: n.name)
+            at, cursor = scan_position(request.cursor)
+            if at >= len(nodes):  # (a primary less since the scan began)
+                return None, []
+            node = nodes[at]
+            cursors, keys = await client.scan(
+                cursor=cursor, match=request.match, count=request.count, target_nodes=node
+            )
+            return next_scan_position(at, cursors[node.name], len(nodes)), keys
+        cursor, keys = await client.scan(
+            cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
+        )
+        return next_scan_position(0, cursor, 1), keys
+
+    async def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
+        """A NodeBatch: as RedisSaver._node_batch_on_cluster, the nodes asked at once."""
+        assert isinstance(self._client, AsyncRedisCluster)
+        out, groups, alone = node_groups(request, self._client.get_node_from_key)
+        script = self._scripts[request.name]
+        if request.name not in self._loaded_on_cluster:
+            await self._client.script_load(script.script)  # (on every primary)
+            self._loaded_on_cluster.add(request.name)
+
+        async def on_node(node: Any, keys: list[str]) -> Any:
+            try:
+                return await self._client.execute_command(
+                    "EVALSHA", script.sha, 0, *request.args, *keys, target_nodes=node
+                )
+            except RedisError as exc:
+                return exc
+
+        results = await asyncio.gather(
+            *(
+                on_node(node, [request.calls[i].keys[0] for i in indexes])
+                for node, indexes in groups
+            )
+        )
+        for (_, indexes), replies in zip(groups, results, strict=True):
+            if isinstance(replies, RedisError):
+                if isinstance(replies, NoScriptError):  # (a node restarted: load it again)
+                    self._loaded_on_cluster.discard(request.name)
+                alone += indexes
+                continue
+            for i, reply in zip(indexes, replies, strict=True):
+                out[i] = reply
+        if alone:
+            alone.sort()
+            replies = await self._batch_on_cluster([request.calls[i] for i in alone])
+            for i, reply in zip(alone, replies, strict=True):
+                out[i] = reply
+        return out
+
     async def _call_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
         until the move ends, having run nothing."""
@@ -244,7 +312,11 @@ class AsyncRedisSaver(RedisSaverBase):
                         match=request.match, count=request.count
                     )
                 ]
+            if isinstance(request, ScanPage):
+                return await self._scan_page(request)
             if isinstance(self._client, AsyncRedisCluster):
+                if isinstance(request, NodeBatch) and len(request.calls) > 1:
+                    return await self._node_batch_on_cluster(request)
                 return await self._batch_on_cluster(request.calls)
             # a batch: load its scripts, then one pipeline of EVALSHA
             for name in {call.name for call in request.calls}:
@@ -403,10 +475,26 @@ class AsyncRedisSaver(RedisSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        async def collect() -> list[CheckpointTuple]:
-            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+        # a page at a time, each read on the saver's loop: a listing's memory stays bounded
+        # (the first at once, so that a call from the wrong thread fails here)
+        listing = self.alist(config, filter=filter, before=before, limit=limit)
 
-        return iter(self._on_loop(collect()))
+        async def more() -> list[CheckpointTuple]:
+            page: list[CheckpointTuple] = []
+            async for item in listing:
+                page.append(item)
+                if len(page) == LIST_PAGE:
+                    break
+            return page
+
+        def pages(page: list[CheckpointTuple]) -> Iterator[CheckpointTuple]:
+            while True:
+                yield from page
+                if len(page) < LIST_PAGE:
+                    return
+                page = self._on_loop(more())
+
+        return pages(self._on_loop(more()))
 
     def put(
         self,

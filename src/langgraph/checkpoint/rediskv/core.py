@@ -78,6 +78,15 @@ PROBE_GROUP = 100
 # checkpoints the listing goes through (see _merge_streams).
 LIST_WINDOW = 256
 HEAD_GROUP = 32  # heads whose pages are read in one round trip
+# list(None) without a limit goes thread by thread: the first pages of this many threads
+# (of at most FIRST_PAGE checkpoints each) in one round trip, a thread's further pages alone.
+THREAD_GROUP = 32
+FIRST_PAGE = 4
+# list(None, limit=L) over every thread chooses the ids first: each thread's newest FIRST_IDS
+# (at most L), more only while they may be among the newest L, about SELECT_IDS ids a round
+# trip (see _select_newest)
+FIRST_IDS = 10
+SELECT_IDS = 5000
 LIST_SCAN_BUDGET = 1000
 # A thread with more namespaces than this is listed in chunks of them, merged by the client,
 # so that no call reads the heads of more than this many namespace indexes.
@@ -150,6 +159,18 @@ class ScanKeys:
 
 
 @dataclass(frozen=True, slots=True)
+class ScanPage:
+    """One SCAN step over the keys matching ``match`` (on a cluster: the primaries one after
+    the other), from ``cursor`` ("" for the first step); the reply is (the cursor of the next
+    step, or None once done, the keys of this one). SCAN's promise holds: a key present
+    throughout comes at least once (twice, rarely: when the keyspace shrinks meanwhile)."""
+
+    match: str
+    cursor: str = ""
+    count: int = SCAN_COUNT
+
+
+@dataclass(frozen=True, slots=True)
 class Batch:
     """Script calls sent in one pipeline (not a transaction; on a cluster, one per node); the
     reply is their replies, in order."""
@@ -157,7 +178,21 @@ class Batch:
     calls: Sequence[ScriptCall]
 
 
-Request = ScriptCall | ScanKeys | Batch
+@dataclass(frozen=True, slots=True)
+class NodeBatch(Batch):
+    """A Batch of read-only calls, one per thread, each reading the first key it declares,
+    that a cluster may answer with one call of script ``name`` per node instead: ``args``,
+    then the first key of each call whose slot that node serves (lua/thread_states.lua).
+    A node whose call fails (a slot moved or moving, a map out of date, a restart) has its
+    threads' calls sent as the Batch would send them, and so does a node asked for one
+    thread only; a transport that knows no better sends the Batch. Reply: the calls'
+    replies, in order, whichever way they went."""
+
+    name: str = ""
+    args: Sequence[Arg] = ()
+
+
+Request = ScriptCall | ScanKeys | ScanPage | Batch
 Op = Generator[Request, Any, T]
 Stream = Generator[Request | CheckpointTuple, Any, None]
 
@@ -196,6 +231,35 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
         f"a serialized value of {largest_arg(request)} bytes is larger than the server "
         f"accepts (its proto-max-bulk-len); nothing was written ({exc})"
     )
+
+
+def node_groups(
+    request: NodeBatch, node_of: Callable[[str], Any]
+) -> tuple[list[Any], list[tuple[Any, list[int]]], list[int]]:
+    """How a cluster transport sends a NodeBatch: the list of its replies to fill in, its
+    calls grouped by the node that ``node_of`` (the client's slot map) says serves their
+    first key, for the nodes with two or more, and the calls to send as a Batch (one alone
+    on its node)."""
+    groups: dict[str, tuple[Any, list[int]]] = {}
+    for i, call in enumerate(request.calls):
+        node = node_of(call.keys[0])
+        groups.setdefault(node.name, (node, []))[1].append(i)
+    together = [(node, indexes) for node, indexes in groups.values() if len(indexes) > 1]
+    alone = [i for _, indexes in groups.values() if len(indexes) == 1 for i in indexes]
+    return [None] * len(request.calls), together, alone
+
+
+def scan_position(cursor: str) -> tuple[int, int]:
+    """A ScanPage cursor as (which primary, in name order; its SCAN cursor)."""
+    at, _, scan = cursor.partition(":")
+    return (int(at), int(scan)) if scan else (0, 0)
+
+
+def next_scan_position(at: int, scan: int, nodes: int) -> str | None:
+    """The ScanPage cursor after a SCAN step of primary ``at`` replied ``scan``."""
+    if scan:
+        return f"{at}:{scan}"
+    return f"{at + 1}:0" if at + 1 < nodes else None
 
 
 def largest_arg(request: Request) -> int:
@@ -252,6 +316,9 @@ class SaverCore:
     list_cache: lists.ListCache = dataclasses.field(default_factory=lists.ListCache)
     # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
     registered: list[bool] = dataclasses.field(default_factory=list)
+    # on a cluster: set once the threads-by-value lists are known to be complete (they stay
+    # so), saving a listing the round trip that asks (mutable on purpose: a per-saver cache)
+    lists_known_ready: list[bool] = dataclasses.field(default_factory=list)
     # zstd level of stored values, None for uncompressed (see .compression)
     compression: int | None = DEFAULT_LEVEL
     # keep only the newest this many checkpoints per namespace (0: all), see lua/include/trim.lua
@@ -836,6 +903,11 @@ class SaverCore:
         if not (yield from self._read_candidates(candidates)):
             yield from self._list_all_threads(filter_args, before, limit)
             return
+        if limit is None:
+            yield from self._list_by_thread(
+                self._candidate_threads(candidates), filter_args, before
+            )
+            return
         yield from self._merge_streams([], filter_args, before, limit, candidates)
 
     def _read_candidates(self, candidates: _Candidates) -> Op[bool]:
@@ -876,10 +948,14 @@ class SaverCore:
 
     def _lists_ready(self) -> Op[bool]:
         """Whether a cluster's threads-by-value lists hold every thread (see
-        register_metadata_index)."""
+        register_metadata_index); once they are, they stay so, and the saver asks no more."""
+        if self.lists_known_ready:
+            return True
         state = yield ScriptCall(
             "register_metadata_index", (self.keys.metadata_keys(),), ("state", THREADS_BY_VALUE)
         )
+        if state[0] == b"ready":
+            self.lists_known_ready.append(True)
         return bool(state[0] == b"ready")
 
     def register_metadata_index(self) -> Op[None]:
@@ -963,10 +1039,217 @@ class SaverCore:
     def _list_all_threads(
         self, filter_args: Sequence[Arg], before_id: str, limit: int | None
     ) -> Stream:
-        """list(None): every thread's pages merged newest first, fetched lazily."""
-        thread_ids = yield from self._scan_thread_ids()
-        streams: list[_ListStream] = [(t, None) for t in thread_ids]
-        yield from self._merge_streams(streams, filter_args, before_id, limit)
+        """list(None) over every thread, found by SCAN a step at a time: without a limit
+        thread by thread (_list_by_thread), with one the newest ``limit`` (_list_newest).
+        The client's memory follows neither the number of threads nor their histories."""
+        if limit is None:
+            yield from self._list_by_thread(self._scanned_threads(), filter_args, before_id)
+        else:
+            yield from self._list_newest(self._scanned_threads, filter_args, before_id, limit)
+
+    def _scanned_threads(self) -> _Threads:
+        """Every thread, a SCAN step's worth at a time, in the order SCAN yields them (a
+        thread once within a step; SCAN may yield one twice, rarely, see ScanPage)."""
+        cursor: str | None = ""
+
+        def next_threads() -> Op[list[str] | None]:
+            nonlocal cursor
+            while cursor is not None:
+                cursor, keys = yield ScanPage(self.keys.thread_pattern(), cursor, SCAN_COUNT)
+                threads = list(dict.fromkeys(self.keys.thread_id_of(k.decode()) for k in keys))
+                if threads:
+                    return threads
+            return None
+
+        return next_threads
+
+    def _candidate_threads(self, candidates: _Candidates) -> _Threads:
+        """The candidate threads, a chunk at a time, newest first by their scores; on a
+        cluster, of a value's list, those whose incarnation is live and that have a
+        checkpoint with the value (lists.probe). Only a chunk's threads are remembered: a
+        thread deleted and written again while the listing runs may come twice."""
+
+        def next_threads() -> Op[list[str] | None]:
+            while True:
+                if not candidates.queue:
+                    if candidates.done:
+                        return None
+                    candidates.seen.clear()
+                    yield from self._read_candidates(candidates)
+                    continue
+                asked = list(candidates.queue)
+                candidates.queue.clear()
+                if candidates.probe is None:
+                    threads = [thread_id for thread_id, _, _ in asked]
+                else:
+                    threads = []
+                    for start in range(0, len(asked), BATCH_SIZE):
+                        part = asked[start : start + BATCH_SIZE]
+                        live = yield from lists.probe(self, candidates.probe, part)
+                        threads += [thread_id for thread_id, _ in live]
+                # (on a cluster, a thread of a run's list under two incarnations: once)
+                threads = list(dict.fromkeys(threads))
+                if threads:
+                    return threads
+
+        return next_threads
+
+    def _send_all(self, calls: Sequence[ScriptCall]) -> Op[list[Any]]:
+        """The calls' replies, in pipelines of BATCH_SIZE (a call alone goes alone: a
+        pipeline would load the scripts first)."""
+        if len(calls) == 1:
+            return [(yield calls[0])]
+        replies: list[Any] = []
+        for start in range(0, len(calls), BATCH_SIZE):
+            replies += yield Batch(calls[start : start + BATCH_SIZE])
+        return replies
+
+    def _list_by_thread(
+        self, next_threads: _Threads, filter_args: Sequence[Arg], before_id: str
+    ) -> Stream:
+        """list(None) without a limit: thread by thread, as ``next_threads`` gives them, each
+        thread's checkpoints newest first (its namespaces merged, as list() of one thread
+        does). The first pages of THREAD_GROUP threads are read in one round trip (at most
+        FIRST_PAGE checkpoints each), a thread's further pages one at a time: the client
+        holds those and the chunk of thread ids, nothing per thread of the store."""
+        while True:
+            threads = yield from next_threads()
+            if threads is None:
+                return
+            for start in range(0, len(threads), THREAD_GROUP):
+                group = threads[start : start + THREAD_GROUP]
+                calls = [
+                    self._list_call(t, None, "", before_id, FIRST_PAGE, filter_args) for t in group
+                ]
+                replies = yield from self._send_all(calls)
+                for n, thread_id in enumerate(group):
+                    first, replies[n] = replies[n], None  # (out: not held any more)
+                    yield from self._thread_pages(thread_id, first, filter_args, before_id)
+
+    def _thread_pages(
+        self, thread_id: str, first: Sequence[Any], filter_args: Sequence[Arg], before_id: str
+    ) -> Stream:
+        """A thread's checkpoints (every namespace), newest first, from its first reply on."""
+        if first and first[0] == b"NAMESPACES":  # too many to merge in one call
+            streams = _namespace_streams(thread_id, first[1:])
+            yield from self._merge_streams(streams, filter_args, before_id, None)
+            return
+
+        def call(before: Arg, page: int) -> ScriptCall:
+            return self._list_call(thread_id, None, "", before, page, filter_args)
+
+        yield from self._pages(
+            call,
+            lambda reply: (self.decode_record(thread_id, record) for record in reply[1:]),
+            before_id,
+            None,
+            first,
+        )
+
+    def _list_newest(
+        self,
+        threads: Callable[[], _Threads],
+        filter_args: Sequence[Arg],
+        before_id: str,
+        limit: int,
+    ) -> Stream:
+        """list(None, limit=L) over threads that come in no order of time (SCAN): the L
+        newest checkpoints, newest first, in memory of O(L). The ids are chosen first
+        (_select_newest), then their records read a page at a time. A checkpoint gone in
+        between (deleted, expired, its blobs gone) is made up for by choosing again among
+        those after the last one chosen."""
+        cut: _Ranked | None = None
+        remaining = limit
+        while remaining > 0:
+            chosen = yield from self._select_newest(
+                threads(), filter_args, before_id, remaining, cut
+            )
+            chosen.sort(reverse=True)  # (the newest first)
+            asked, missing = remaining, 0
+            for start in range(0, len(chosen), LIST_PAGE):
+                part = chosen[start : start + LIST_PAGE]
+                calls = [
+                    self._list_call(
+                        e.thread, decode_part(e.ns.decode()), e.id.decode(), "", 1, filter_args
+                    )
+                    for e in part
+                ]
+                replies = yield from self._send_all(calls)
+                for n, entry in enumerate(part):
+                    reply, replies[n] = replies[n], None
+                    if len(reply) > 1:
+                        yield self.decode_record(entry.thread, reply[1])
+                        remaining -= 1
+                    else:
+                        missing += 1
+            if not missing or len(chosen) < asked:
+                return
+            cut = chosen[-1]
+
+    def _select_newest(
+        self,
+        next_threads: _Threads,
+        filter_args: Sequence[Arg],
+        before_id: str,
+        limit: int,
+        cut: _Ranked | None,
+    ) -> Op[list[_Ranked]]:
+        """The newest ``limit`` checkpoints of the threads (only those after ``cut``, when
+        given), as ids: each thread's ids, newest first (ids only), go through a heap of the
+        newest ``limit`` seen so far, and a thread's next page is asked only while its ids
+        may still enter it. Memory: the heap, and the ids of one round trip."""
+        best: list[_Ranked] = []  # a heap: the last of the newest on top
+        held: set[tuple[bytes, str, bytes]] = set()  # (a thread SCAN yields twice: once)
+        before: Arg = before_id
+        if cut is not None:
+            bound = cut.id + b"\0"  # (ids up to the cut's: of equal ids, the later threads)
+            if not before_id or bound < before_id.encode():
+                before = bound
+
+        def offer(entry: _Ranked) -> None:
+            if (cut is not None and not entry < cut) or entry.key() in held:
+                return
+            if len(best) < limit:
+                heapq.heappush(best, entry)
+            elif best[0] < entry:
+                held.discard(heapq.heapreplace(best, entry).key())
+            else:
+                return
+            held.add(entry.key())
+
+        size = _page_size(limit)
+        group = max(1, SELECT_IDS // size)
+        while True:
+            threads = yield from next_threads()
+            if threads is None:
+                return best
+            for start in range(0, len(threads), group):
+                streams: list[_ListStream] = [(t, None) for t in threads[start : start + group]]
+                cursors: list[Arg] = [before] * len(streams)
+                waiting = list(range(len(streams)))
+                first = True
+                while waiting:
+                    page = min(size, FIRST_IDS) if first else size
+                    first = False
+                    calls = [
+                        self._list_call(*streams[i], "", cursors[i], -page, filter_args)
+                        for i in waiting
+                    ]
+                    replies = yield from self._send_all(calls)
+                    again: list[int] = []
+                    for i, reply in zip(waiting, replies, strict=True):
+                        if reply and reply[0] == b"NAMESPACES":
+                            for chunk in _namespace_streams(streams[i][0], reply[1:]):
+                                again.append(len(streams))
+                                streams.append(chunk)
+                                cursors.append(cursors[i])
+                            continue
+                        for ns, checkpoint_id in reply[1:]:
+                            offer(_Ranked(checkpoint_id, streams[i][0], ns))
+                        if reply[0] is not None and (len(best) < limit or reply[0] > best[0].id):
+                            cursors[i] = reply[0]
+                            again.append(i)
+                    waiting = again
 
     def _merge_streams(
         self,
@@ -1059,6 +1342,16 @@ class SaverCore:
             while True:
                 if not more.queue and not more.done:
                     yield from self._read_candidates(more)
+                unique: dict[str, tuple[str, float, bytes]] = {}
+                if more.probe is not None and more.done and not more.probed:
+                    for entry in more.queue:  # (in score order)
+                        unique.setdefault(entry[0], entry)
+                if unique and len(unique) <= group:
+                    # the threads left fit in one group: visited at once, with no need of
+                    # their newest scores (a round trip), each once whatever incarnations
+                    # its members name
+                    more.probe = None
+                    more.queue = deque(unique.values())
                 if more.probe is not None:
                     yield from probe_candidates(more)
                     best = -more.probed[0][0] if more.probed else None
@@ -1223,6 +1516,8 @@ class SaverCore:
 
 # one list stream: a thread, and its namespaces (encoded) when it has too many for one call
 _ListStream = tuple[str, Sequence[str] | None]
+# where a listing over many threads takes them from: the next chunk of thread ids, or None
+_Threads = Callable[[], Op[list[str] | None]]
 
 
 def _namespace_streams(thread_id: str, namespaces: Sequence[bytes]) -> list[_ListStream]:
@@ -1292,6 +1587,25 @@ class _Newest:
         return isinstance(other, _Newest) and self.id == other.id
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class _Ranked:
+    """A checkpoint's place in the order of list(None, limit=...): the newest id first, then
+    by thread id, then by namespace (encoded). ``a < b``: a comes after b, so that a heap's
+    top is the last."""
+
+    __slots__ = ("id", "ns", "thread")
+
+    def __init__(self, checkpoint_id: bytes, thread: str, ns: bytes) -> None:
+        self.id, self.thread, self.ns = checkpoint_id, thread, ns
+
+    def key(self) -> tuple[bytes, str, bytes]:
+        return (self.id, self.thread, self.ns)
+
+    def __lt__(self, other: _Ranked) -> bool:
+        if self.id != other.id:
+            return self.id < other.id
+        return (self.thread, self.ns) > (other.thread, other.ns)
 
 
 _UUID_HEAD = re.compile(rb"([0-9a-f]+)-([0-9a-f]+)-([0-9a-f])")

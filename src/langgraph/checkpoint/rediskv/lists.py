@@ -239,14 +239,16 @@ def probe(
     core: SaverCore, suffix: str, asked: Sequence[tuple[str, float, bytes]]
 ) -> Op[list[tuple[str, float]]]:
     """The newest score with value ``suffix`` of each thread asked (thread id, list score,
-    list member), one pipeline: a thread's list score is loose by LIST_MARGIN, this is the
+    list member), in one round trip: a thread's list score is loose by LIST_MARGIN, this is the
     highest id_score() of its checkpoints with the value (an upper bound too: checkpoints
     deleted since may have had it). Threads whose member is of a gone incarnation are left
     out, and their members removed from the list; so are threads that have the entry but
     no such checkpoint (a put that wrote ahead and never came)."""
-    from .core import Batch, ScriptCall
+    from .core import NodeBatch, ScriptCall
 
-    states = yield Batch([state_call(core, _tag(member), suffix) for _, _, member in asked])
+    # (on a cluster, one call per node: lua/thread_states.lua)
+    calls = [state_call(core, _tag(member), suffix) for _, _, member in asked]
+    states = yield NodeBatch(calls, "thread_states", (suffix,))
     newest: list[tuple[str, float]] = []
     dead: list[bytes] = []
     for (thread_id, _, member), (inc, score) in zip(asked, states, strict=True):

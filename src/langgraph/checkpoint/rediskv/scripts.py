@@ -34,6 +34,7 @@ SCRIPT_NAMES = (
     "sweep_thread_list",
     "thread_list_registry",
     "thread_lists",
+    "thread_states",
     "run_threads",
 )
 

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterError, ResponseError, TryAgainError
+from redis.exceptions import ClusterError, NoScriptError, ResponseError, TryAgainError
 from redis.retry import Retry
 
 from .base import (
@@ -42,15 +42,21 @@ from .check import Problem, check_store
 from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
+    LIST_PAGE,
     MIN_BULK_LIMIT,
+    NodeBatch,
     Op,
     Request,
     ScanKeys,
+    ScanPage,
     ScriptCall,
     Stream,
     explain_response_error,
     largest_arg,
+    next_scan_position,
+    node_groups,
     refuse_oversized,
+    scan_position,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -191,7 +197,11 @@ class RedisSaver(RedisSaverBase):
                 return self._scripts[request.name](keys=request.keys, args=request.args)
             if isinstance(request, ScanKeys):
                 return list(self._client.scan_iter(match=request.match, count=request.count))
+            if isinstance(request, ScanPage):
+                return self._scan_page(request)
             if isinstance(self._client, RedisCluster):
+                if isinstance(request, NodeBatch) and len(request.calls) > 1:
+                    return self._node_batch_on_cluster(request)
                 return self._batch_on_cluster(request.calls)
             # a batch: load its scripts, then one pipeline of EVALSHA
             for name in {call.name for call in request.calls}:
@@ -231,6 +241,53 @@ class RedisSaver(RedisSaverBase):
             elif isinstance(reply, Exception):
                 raise reply
             out.append(reply)
+        return out
+
+    def _scan_page(self, request: ScanPage) -> tuple[str | None, list[bytes]]:
+        client = self._client
+        if isinstance(client, RedisCluster):
+            nodes = sorted(client.get_primaries(), key=lambda n: n.name)
+            at, cursor = scan_position(request.cursor)
+            if at >= len(nodes):  # (a primary less since the scan began)
+                return None, []
+            node = nodes[at]
+            cursors, keys = client.scan(
+                cursor=cursor, match=request.match, count=request.count, target_nodes=node
+            )
+            return next_scan_position(at, cursors[node.name], len(nodes)), keys
+        cursor, keys = client.scan(
+            cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
+        )
+        return next_scan_position(0, cursor, 1), keys
+
+    def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
+        """A NodeBatch: one call of its script per node, over the keys of the threads the
+        client's slot map puts there; the calls of a node that failed (or holds one thread)
+        go as a Batch, which waits out a slot move."""
+        assert isinstance(self._client, RedisCluster)
+        out, groups, alone = node_groups(request, self._client.get_node_from_key)
+        script = self._scripts[request.name]
+        if request.name not in self._loaded_on_cluster:
+            self._client.script_load(script.script)  # (on every primary)
+            self._loaded_on_cluster.add(request.name)
+        for node, indexes in groups:
+            keys = [request.calls[i].keys[0] for i in indexes]
+            try:
+                replies = self._client.execute_command(
+                    "EVALSHA", script.sha, 0, *request.args, *keys, target_nodes=node
+                )
+            except redis.RedisError as exc:
+                if isinstance(exc, NoScriptError):  # (a node restarted: load it again)
+                    self._loaded_on_cluster.discard(request.name)
+                alone += indexes
+                continue
+            for i, reply in zip(indexes, replies, strict=True):
+                out[i] = reply
+        if alone:
+            alone.sort()
+            replies = self._batch_on_cluster([request.calls[i] for i in alone])
+            for i, reply in zip(alone, replies, strict=True):
+                out[i] = reply
         return out
 
     def _call_on_cluster(self, call: ScriptCall) -> Any:
@@ -367,11 +424,18 @@ class RedisSaver(RedisSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        def collect() -> builtins.list[CheckpointTuple]:
-            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
+        # a page at a time, each read in a worker thread: a listing's memory stays bounded
+        listing = self.list(config, filter=filter, before=before, limit=limit)
 
-        for item in await asyncio.to_thread(collect):
-            yield item
+        def more() -> builtins.list[CheckpointTuple]:
+            return builtins.list(itertools.islice(listing, LIST_PAGE))
+
+        while True:
+            page = await asyncio.to_thread(more)
+            for item in page:
+                yield item
+            if len(page) < LIST_PAGE:
+                return
 
     async def aput(
         self,
