@@ -223,14 +223,16 @@ class AsyncRedisSaver(RedisSaverBase):
             if at >= len(nodes):  # (a primary less since the scan began)
                 return None, []
             node = nodes[at]
-            cursors, keys = await client.scan(
+            # (a cluster client's SCAN replies with the cursor of each node it asked)
+            reply: Any = await client.scan(
                 cursor=cursor, match=request.match, count=request.count, target_nodes=node
             )
-            return next_scan_position(at, cursors[node.name], len(nodes)), keys
-        cursor, keys = await client.scan(
+            cursors, keys = reply
+            return next_scan_position(at, int(cursors[node.name]), len(nodes)), list(keys)
+        page: Any = await client.scan(
             cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
         )
-        return next_scan_position(0, cursor, 1), keys
+        return next_scan_position(0, int(page[0]), 1), list(page[1])
 
     async def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
         """A NodeBatch: as RedisSaver._node_batch_on_cluster, the nodes asked at once."""

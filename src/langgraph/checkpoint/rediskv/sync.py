@@ -246,19 +246,21 @@ class RedisSaver(RedisSaverBase):
     def _scan_page(self, request: ScanPage) -> tuple[str | None, list[bytes]]:
         client = self._client
         if isinstance(client, RedisCluster):
-            nodes = sorted(client.get_primaries(), key=lambda n: n.name)
+            nodes = sorted(client.get_primaries(), key=lambda n: n.name)  # type: ignore[no-untyped-call]
             at, cursor = scan_position(request.cursor)
             if at >= len(nodes):  # (a primary less since the scan began)
                 return None, []
             node = nodes[at]
-            cursors, keys = client.scan(
+            # (a cluster client's SCAN replies with the cursor of each node it asked)
+            reply: Any = client.scan(
                 cursor=cursor, match=request.match, count=request.count, target_nodes=node
             )
-            return next_scan_position(at, cursors[node.name], len(nodes)), keys
-        cursor, keys = client.scan(
+            cursors, keys = reply
+            return next_scan_position(at, int(cursors[node.name]), len(nodes)), list(keys)
+        page: Any = client.scan(
             cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
         )
-        return next_scan_position(0, cursor, 1), keys
+        return next_scan_position(0, int(page[0]), 1), list(page[1])
 
     def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
         """A NodeBatch: one call of its script per node, over the keys of the threads the
@@ -273,7 +275,7 @@ class RedisSaver(RedisSaverBase):
         for node, indexes in groups:
             keys = [request.calls[i].keys[0] for i in indexes]
             try:
-                replies = self._client.execute_command(
+                replies = self._client.execute_command(  # type: ignore[no-untyped-call]
                     "EVALSHA", script.sha, 0, *request.args, *keys, target_nodes=node
                 )
             except redis.RedisError as exc:
