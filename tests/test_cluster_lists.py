@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from redis.cluster import RedisCluster
+from redis.cluster import RedisCluster, key_slot
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, ListingInterruptedError, RedisSaver
 from langgraph.checkpoint.rediskv.core import Batch, ScriptCall, id_score
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
 
-from .conftest import LocalCluster, new_prefix, slot_moving
+from .conftest import LocalCluster, SlotMove, new_prefix, slot_moving
 from .test_contract import cfg, chain, thread_by_thread
 from .test_threads_by_value import (
     all_ids,
@@ -455,3 +455,86 @@ def test_a_saver_asks_whether_the_lists_are_complete_until_they_are(
     assert calls.count("register_metadata_index") == 1
     # (one candidate, fewer than a group: visited at once, not asked its newest score first)
     assert calls.count("thread_lists") == 0
+
+
+def test_a_thread_probed_is_not_visited_again_with_the_last_candidates(
+    saver: RedisSaver, client: RedisCluster
+) -> None:
+    """Review of the last candidates visited at once (unprobed): a stale member of a thread
+    probed and visited already (an incarnation gone, as an expired thread leaves) at the
+    tail of the list made the thread's checkpoints come out twice."""
+    for n in range(105):  # a minute apart; only t104, the newest, has tenant x
+        md = {"user_id": "u1", "tenant": "x" if n == 104 else "y"}
+        put_with_ids(saver, f"t{n:03d}", [timed_id(n, 0)], md)
+    index = KeySchema(saver.prefix).threads_with("user_id:%22u1%22")
+    client.zadd(index, {b"{t104}deadbeef": 1.0})
+    got = [
+        (t.config["configurable"]["thread_id"], t.checkpoint["id"])
+        for t in saver.list(None, filter={"user_id": "u1", "tenant": "x"}, limit=5)
+    ]
+    assert got == [("t104", timed_id(104, 0))]
+
+
+def thread_on(client: RedisCluster, keys: KeySchema, node: Any, letter: str, on: bool) -> str:
+    """A thread id whose root is (``on``) or is not on ``node``."""
+    return next(
+        f"{letter}{n}"
+        for n in range(1000)
+        if (client.get_node_from_key(keys.thread(keys.tag(f"{letter}{n}"))).name == node.name)
+        is on
+    )
+
+
+@pytest.mark.parametrize("direction", ["to a primary walked later", "to one walked already"])
+def test_a_slot_moved_while_list_none_walks_the_primaries_stops_it(
+    saver: RedisSaver, client: RedisCluster, local_cluster: LocalCluster, direction: str
+) -> None:
+    """Review: list(None) walks the primaries one after another while its caller consumes
+    it; a slot moved meanwhile from a primary walked to one not walked yet gave its thread
+    twice, and one moved the other way lost it. The listing now stops with
+    ListingInterruptedError, what it gave before that being right."""
+    keys = KeySchema(saver.prefix)
+    primaries = sorted(client.get_primaries(), key=lambda n: n.name)
+    if direction == "to a primary walked later":
+        moved = thread_on(client, keys, primaries[0], "m", True)  # walked first
+    else:
+        moved = thread_on(client, keys, primaries[0], "m", False)  # walked later
+    first = thread_on(client, keys, primaries[0], "f", True)
+    chain(saver, first, [{"k": 1}])
+    chain(saver, moved, [{"k": 1}])
+    listing = saver.list(None)
+    got = [next(listing).config["configurable"]["thread_id"]]  # from the first primary
+    move = SlotMove(local_cluster, key_slot(keys.thread(keys.tag(moved)).encode()))
+    try:
+        if direction == "to one walked already":  # to the first primary, walked already
+            first_id = move.admins[primaries[0].port].execute_command("CLUSTER", "MYID")
+            if move.source_id == first_id.decode():
+                pytest.skip("the slot is on the first primary")
+            move.target = move.admins[primaries[0].port]
+            move.target_port = primaries[0].port
+            move.target_id = first_id.decode()
+        move.begin()
+        move.finish()
+        with pytest.raises(ListingInterruptedError, match="list again once the move is done"):
+            got += [t.config["configurable"]["thread_id"] for t in listing]
+        assert len(got) == len(set(got)) and set(got) <= {first, moved}
+    finally:
+        move.close()
+    listed_again = [t.config["configurable"]["thread_id"] for t in saver.list(None)]
+    assert sorted(listed_again) == sorted([first, moved])  # once the move is done
+
+
+def test_list_none_refuses_to_start_while_a_slot_is_being_moved(
+    saver: RedisSaver, client: RedisCluster, local_cluster: LocalCluster
+) -> None:
+    keys = KeySchema(saver.prefix)
+    chain(saver, "t", [{"k": 1}])
+    move = SlotMove(local_cluster, key_slot(keys.thread(keys.tag("t")).encode()))
+    try:
+        move.begin()
+        with pytest.raises(ListingInterruptedError):
+            list(saver.list(None))
+        move.finish()
+    finally:
+        move.close()
+    assert [t.config["configurable"]["thread_id"] for t in saver.list(None)] == ["t"]

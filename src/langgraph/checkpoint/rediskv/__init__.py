@@ -4,12 +4,18 @@ from .aio import AsyncRedisSaver
 from .base import RedisUnavailableError
 from .bulk import CopyInterruptedError
 from .check import Problem
-from .core import SerializationError, ServerFullError, ValueTooLargeError
+from .core import (
+    ListingInterruptedError,
+    SerializationError,
+    ServerFullError,
+    ValueTooLargeError,
+)
 from .sync import RedisSaver
 
 __all__ = [
     "AsyncRedisSaver",
     "CopyInterruptedError",
+    "ListingInterruptedError",
     "Problem",
     "RedisSaver",
     "RedisUnavailableError",

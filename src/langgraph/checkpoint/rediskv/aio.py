@@ -58,6 +58,7 @@ from .core import (
     ScanPage,
     ScriptCall,
     Stream,
+    check_cluster_layout,
     explain_response_error,
     largest_arg,
     next_scan_position,
@@ -219,8 +220,9 @@ class AsyncRedisSaver(RedisSaverBase):
         client = self._client
         if isinstance(client, AsyncRedisCluster):
             nodes = sorted(client.get_primaries(), key=lambda n: n.name)
+            layout = await self._cluster_layout(request.cursor, nodes)
             at, cursor = scan_position(request.cursor)
-            if at >= len(nodes):  # (a primary less since the scan began)
+            if at >= len(nodes):  # (a primary less since the scan began: layout changed)
                 return None, []
             node = nodes[at]
             # (a cluster client's SCAN replies with the cursor of each node it asked)
@@ -228,11 +230,23 @@ class AsyncRedisSaver(RedisSaverBase):
                 cursor=cursor, match=request.match, count=request.count, target_nodes=node
             )
             cursors, keys = reply
-            return next_scan_position(at, int(cursors[node.name]), len(nodes)), list(keys)
+            following = next_scan_position(at, int(cursors[node.name]), len(nodes), layout)
+            if following is None:  # (the last step: was a slot moved during it?)
+                await self._cluster_layout(f"0:0:{layout}", nodes)
+            return following, list(keys)
         page: Any = await client.scan(
             cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
         )
         return next_scan_position(0, int(page[0]), 1), list(page[1])
+
+    async def _cluster_layout(self, cursor: str, nodes: list[Any]) -> str:
+        """As RedisSaver._cluster_layout, the primaries asked at once."""
+        client = self._client
+        assert isinstance(client, AsyncRedisCluster)
+        replies = await asyncio.gather(
+            *(client.execute_command("CLUSTER", "NODES", target_nodes=node) for node in nodes)
+        )
+        return check_cluster_layout(cursor, replies)
 
     async def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
         """A NodeBatch: as RedisSaver._node_batch_on_cluster, the nodes asked at once."""

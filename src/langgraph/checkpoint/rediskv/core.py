@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import heapq
 import random
 import re
@@ -251,15 +252,53 @@ def node_groups(
 
 def scan_position(cursor: str) -> tuple[int, int]:
     """A ScanPage cursor as (which primary, in name order; its SCAN cursor)."""
-    at, _, scan = cursor.partition(":")
+    at, _, rest = cursor.partition(":")
+    scan = rest.partition(":")[0]
     return (int(at), int(scan)) if scan else (0, 0)
 
 
-def next_scan_position(at: int, scan: int, nodes: int) -> str | None:
-    """The ScanPage cursor after a SCAN step of primary ``at`` replied ``scan``."""
+def next_scan_position(at: int, scan: int, nodes: int, layout: str = "") -> str | None:
+    """The ScanPage cursor after a SCAN step of primary ``at`` replied ``scan``; on a cluster
+    it carries the digest of the layout the listing began with (``layout``)."""
+    suffix = f":{layout}" if layout else ""
     if scan:
-        return f"{at}:{scan}"
-    return f"{at + 1}:0" if at + 1 < nodes else None
+        return f"{at}:{scan}{suffix}"
+    return f"{at + 1}:0{suffix}" if at + 1 < nodes else None
+
+
+class ListingInterruptedError(RuntimeError):
+    """A listing over every thread of a Redis Cluster met slots moved, or being moved,
+    between its SCAN steps (see check_cluster_layout)."""
+
+
+def check_cluster_layout(cursor: str, replies: Iterable[bytes | str]) -> str:
+    """The digest of which primary serves which slots, from each primary's CLUSTER NODES
+    reply (its own line), for the ScanPage cursor. A listing of every thread walks the
+    primaries one after another, a SCAN step at a time, while its caller consumes it: a
+    slot moved meanwhile from a primary walked to one not walked yet would give its threads
+    twice, and one moved the other way would lose them. So a step refuses to go on when the
+    layout differs from the one in ``cursor`` (where the listing began), or when a slot is
+    being moved (a migrating or importing mark), with ListingInterruptedError."""
+    own: list[str] = []
+    moving = False
+    for reply in replies:
+        text = reply.decode() if isinstance(reply, bytes) else str(reply)
+        for line in text.splitlines():
+            fields = line.split()
+            if len(fields) >= 8 and "myself" in fields[2].split(","):
+                marks = [s for s in fields[8:] if s.startswith("[")]
+                moving = moving or bool(marks)
+                slots = ",".join(s for s in fields[8:] if not s.startswith("["))
+                own.append(f"{fields[0]}={slots}")
+    layout = hashlib.sha1("|".join(sorted(own)).encode()).hexdigest()[:16]
+    began = cursor.split(":")[2] if cursor.count(":") >= 2 else layout
+    if moving or layout != began:
+        raise ListingInterruptedError(
+            "list(None) on a Redis Cluster: slots moved, or were being moved, while the "
+            "listing walked the primaries one after another, so it could miss threads or give "
+            "some twice. Nothing stored is affected: list again once the move is done."
+        )
+    return layout
 
 
 def largest_arg(request: Request) -> int:
@@ -1345,7 +1384,8 @@ class SaverCore:
                 unique: dict[str, tuple[str, float, bytes]] = {}
                 if more.probe is not None and more.done and not more.probed:
                     for entry in more.queue:  # (in score order)
-                        unique.setdefault(entry[0], entry)
+                        if entry[0] not in more.live:  # (a thread probed is visited already)
+                            unique.setdefault(entry[0], entry)
                 if unique and len(unique) <= group:
                     # the threads left fit in one group: visited at once, with no need of
                     # their newest scores (a round trip), each once whatever incarnations

@@ -51,6 +51,7 @@ from .core import (
     ScanPage,
     ScriptCall,
     Stream,
+    check_cluster_layout,
     explain_response_error,
     largest_arg,
     next_scan_position,
@@ -247,8 +248,9 @@ class RedisSaver(RedisSaverBase):
         client = self._client
         if isinstance(client, RedisCluster):
             nodes = sorted(client.get_primaries(), key=lambda n: n.name)  # type: ignore[no-untyped-call]
+            layout = self._cluster_layout(request.cursor, nodes)
             at, cursor = scan_position(request.cursor)
-            if at >= len(nodes):  # (a primary less since the scan began)
+            if at >= len(nodes):  # (a primary less since the scan began: layout changed)
                 return None, []
             node = nodes[at]
             # (a cluster client's SCAN replies with the cursor of each node it asked)
@@ -256,11 +258,26 @@ class RedisSaver(RedisSaverBase):
                 cursor=cursor, match=request.match, count=request.count, target_nodes=node
             )
             cursors, keys = reply
-            return next_scan_position(at, int(cursors[node.name]), len(nodes)), list(keys)
+            following = next_scan_position(at, int(cursors[node.name]), len(nodes), layout)
+            if following is None:  # (the last step: was a slot moved during it?)
+                self._cluster_layout(f"0:0:{layout}", nodes)
+            return following, list(keys)
         page: Any = client.scan(
             cursor=scan_position(request.cursor)[1], match=request.match, count=request.count
         )
         return next_scan_position(0, int(page[0]), 1), list(page[1])
+
+    def _cluster_layout(self, cursor: str, nodes: list[Any]) -> str:
+        """check_cluster_layout over the primaries' CLUSTER NODES replies."""
+        return check_cluster_layout(
+            cursor,
+            [
+                self._client.execute_command(  # type: ignore[no-untyped-call]
+                    "CLUSTER", "NODES", target_nodes=node
+                )
+                for node in nodes
+            ],
+        )
 
     def _node_batch_on_cluster(self, request: NodeBatch) -> list[Any]:
         """A NodeBatch: one call of its script per node, over the keys of the threads the
