@@ -136,8 +136,15 @@ while #heap > 0 and taken < page and examined < budget do
   examined = examined + 1
   last = id
   if listable(s.ns, id) then
-    -- (an id only may name a checkpoint whose blobs are gone: its stream is read again)
-    local record = ids_only and { s.ns, id } or load_checkpoint(K, s.ns, id, 0)
+    -- (an id only may name a checkpoint whose blobs are gone: its stream is read again; not
+    -- one keep_last hides, field h, which load_checkpoint refuses: a client choosing ids
+    -- would choose again past each of them)
+    local record
+    if not ids_only then
+      record = load_checkpoint(K, s.ns, id, 0)
+    elseif not record_field(K.checkpoint(s.ns, id), "h") then
+      record = { s.ns, id }
+    end
     if record then
       reply[#reply + 1] = record
       taken = taken + 1

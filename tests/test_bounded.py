@@ -17,7 +17,7 @@ from langgraph.checkpoint.rediskv import RedisSaver, bulk
 from langgraph.checkpoint.rediskv.core import Batch, Op, ScanPage, ScriptCall
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import data_keys, keys_of, new_prefix
+from .conftest import data_keys, keys_of, new_prefix, set_record_field
 from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 
@@ -624,3 +624,22 @@ async def test_the_thread_backed_alist_and_the_loop_backed_list_stream_a_page_at
             assert await asyncio.to_thread(from_a_thread) == ids
     finally:
         forget_prefix(client, prefix)
+
+
+def test_checkpoints_keep_last_hides_are_not_chosen_by_a_limited_listing(
+    saver: RedisSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: list(None, limit) chooses ids first; the ids-only pages did not see the field h
+    that keep_last sets on the checkpoints it keeps only for newer ones' delta channels, so
+    each hidden one chosen was found gone when its record was read, and the choosing began
+    again: a SCAN of the whole store per hidden checkpoint (794 requests here, 199 SCANs)."""
+    old = chain(saver, "b", [{}])
+    ids = chain(saver, "a", [{}] * 200)
+    keys = KeySchema(saver.prefix)
+    for checkpoint_id in ids[:-2]:
+        set_record_field(client, keys.checkpoint(keys.tag("a"), "", checkpoint_id), "h", b"1")
+    sent: list[Any] = []
+    send = saver._send
+    monkeypatch.setattr(saver, "_send", lambda request: sent.append(request) or send(request))
+    assert [t.checkpoint["id"] for t in saver.list(None, limit=3)] == [ids[-1], ids[-2], old[0]]
+    assert sum(isinstance(r, ScanPage) for r in sent) == 1 and len(sent) <= 6, sent
