@@ -12,6 +12,7 @@ import pytest
 from redis.cluster import RedisCluster, key_slot
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, ListingInterruptedError, RedisSaver
+from langgraph.checkpoint.rediskv import core as core_module
 from langgraph.checkpoint.rediskv.core import Batch, ScriptCall, id_score
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
@@ -538,3 +539,29 @@ def test_list_none_refuses_to_start_while_a_slot_is_being_moved(
     finally:
         move.close()
     assert [t.config["configurable"]["thread_id"] for t in saver.list(None)] == ["t"]
+
+
+def test_a_saver_asks_again_whether_the_lists_are_complete_after_a_minute(
+    server_url: str, client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: a saver that once learned the lists complete never asked again, so a store
+    emptied and refilled without them (a restored backup of an older version: no registry,
+    no lists) lost every thread to its filtered listings and delete_for_runs. It trusts what
+    it learned for a minute."""
+    prefix = new_prefix()
+    now = [1000.0]
+    monkeypatch.setattr(core_module.time, "monotonic", lambda: now[0])
+    with new_saver(server_url, prefix) as long_lived:
+        chain(long_lived, "a", [{"user_id": "u1", "run_id": "r1"}])
+        assert len(list(long_lived.list(None, filter={"user_id": "u1"}))) == 1  # ready
+        for key in client.scan_iter(match=f"{prefix}:*"):
+            client.delete(key)
+        with new_saver(server_url, prefix) as writer:
+            ids = chain(writer, "b", [{"user_id": "u1", "run_id": "r2"}])
+        for pattern in (f"{prefix}:tm:*", f"{prefix}:tb:*", f"{prefix}:mk"):
+            for key in client.scan_iter(match=pattern):
+                client.delete(key)
+        now[0] += 61
+        assert [t.checkpoint["id"] for t in long_lived.list(None, filter={"user_id": "u1"})] == ids
+        long_lived.delete_for_runs(["r2"])
+        assert list(long_lived.list(cfg("b"))) == []

@@ -15,6 +15,7 @@ import hashlib
 import heapq
 import random
 import re
+import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -71,6 +72,9 @@ LIST_PAGE = 100
 # once), and visited per round trip at the least
 CANDIDATE_CHUNK = 10_000
 CANDIDATE_GROUP = 8
+# on a cluster: how long a saver trusts that the threads-by-value lists are complete before it
+# asks again (a round trip a minute, where every filtered listing asked)
+READY_KNOWN_FOR = 60.0
 # on a cluster: candidate threads asked their newest score per round trip (see lists.probe)
 PROBE_GROUP = 100
 # A merge of more threads than this (list(None) over a large store) keeps pages of at most
@@ -355,9 +359,11 @@ class SaverCore:
     list_cache: lists.ListCache = dataclasses.field(default_factory=lists.ListCache)
     # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
     registered: list[bool] = dataclasses.field(default_factory=list)
-    # on a cluster: set once the threads-by-value lists are known to be complete (they stay
-    # so), saving a listing the round trip that asks (mutable on purpose: a per-saver cache)
-    lists_known_ready: list[bool] = dataclasses.field(default_factory=list)
+    # on a cluster: when the threads-by-value lists were last known to be complete (they stay
+    # so, but for a store emptied and refilled without them, as a restored backup of an older
+    # version), saving a listing the round trip that asks for READY_KNOWN_FOR seconds
+    # (mutable on purpose: a per-saver cache)
+    lists_known_ready: list[float] = dataclasses.field(default_factory=list)
     # zstd level of stored values, None for uncompressed (see .compression)
     compression: int | None = DEFAULT_LEVEL
     # keep only the newest this many checkpoints per namespace (0: all), see lua/include/trim.lua
@@ -987,14 +993,15 @@ class SaverCore:
 
     def _lists_ready(self) -> Op[bool]:
         """Whether a cluster's threads-by-value lists hold every thread (see
-        register_metadata_index); once they are, they stay so, and the saver asks no more."""
-        if self.lists_known_ready:
+        register_metadata_index); once they are, they stay so, and the saver asks again only
+        READY_KNOWN_FOR seconds later."""
+        known = self.lists_known_ready
+        if known and time.monotonic() - known[0] < READY_KNOWN_FOR:
             return True
         state = yield ScriptCall(
             "register_metadata_index", (self.keys.metadata_keys(),), ("state", THREADS_BY_VALUE)
         )
-        if state[0] == b"ready":
-            self.lists_known_ready.append(True)
+        self.lists_known_ready[:] = [time.monotonic()] if state[0] == b"ready" else []
         return bool(state[0] == b"ready")
 
     def register_metadata_index(self) -> Op[None]:
