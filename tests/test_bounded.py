@@ -642,4 +642,7 @@ def test_checkpoints_keep_last_hides_are_not_chosen_by_a_limited_listing(
     send = saver._send
     monkeypatch.setattr(saver, "_send", lambda request: sent.append(request) or send(request))
     assert [t.checkpoint["id"] for t in saver.list(None, limit=3)] == [ids[-1], ids[-2], old[0]]
-    assert sum(isinstance(r, ScanPage) for r in sent) == 1 and len(sent) <= 6, sent
+    scans = [r for r in sent if isinstance(r, ScanPage)]
+    # one pass over the store (its steps: the server may hold other prefixes' keys), and a
+    # few script calls
+    assert sum(r.cursor == "" for r in scans) == 1 and len(sent) - len(scans) <= 5, sent
