@@ -26,7 +26,6 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry
 from redis.exceptions import (
     ClusterError,
-    NoScriptError,
     RedisError,
     ResponseError,
     TryAgainError,
@@ -65,6 +64,7 @@ from .core import (
     node_groups,
     refuse_oversized,
     scan_position,
+    take_node_replies,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -271,14 +271,10 @@ class AsyncRedisSaver(RedisSaverBase):
                 for node, indexes in groups
             )
         )
-        for (_, indexes), replies in zip(groups, results, strict=True):
-            if isinstance(replies, RedisError):
-                if isinstance(replies, NoScriptError):  # (a node restarted: load it again)
-                    self._loaded_on_cluster.discard(request.name)
-                alone += indexes
-                continue
-            for i, reply in zip(indexes, replies, strict=True):
-                out[i] = reply
+        failed, lost = take_node_replies(groups, results, out)
+        if lost:  # (a node restarted: load the script again)
+            self._loaded_on_cluster.discard(request.name)
+        alone += failed
         if alone:
             alone.sort()
             replies = await self._batch_on_cluster([request.calls[i] for i in alone])

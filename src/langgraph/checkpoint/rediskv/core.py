@@ -36,7 +36,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import CipherProtocol, SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from redis.exceptions import OutOfMemoryError, ResponseError
+from redis.exceptions import NoScriptError, OutOfMemoryError, RedisError, ResponseError
 
 from . import bulk, lists
 from .canonical import canonical
@@ -252,6 +252,24 @@ def node_groups(
     together = [(node, indexes) for node, indexes in groups.values() if len(indexes) > 1]
     alone = [i for _, indexes in groups.values() if len(indexes) == 1 for i in indexes]
     return [None] * len(request.calls), together, alone
+
+
+def take_node_replies(
+    groups: Sequence[tuple[Any, list[int]]], results: Sequence[Any], out: list[Any]
+) -> tuple[list[int], bool]:
+    """Fill ``out`` with the replies of a NodeBatch's calls by node (``results``: each node's
+    reply, or the RedisError its call raised); the calls of the nodes that failed, to send
+    as a Batch, and whether one of them had lost its scripts (NOSCRIPT: load them again)."""
+    failed: list[int] = []
+    lost = False
+    for (_, indexes), replies in zip(groups, results, strict=True):
+        if isinstance(replies, RedisError):
+            lost = lost or isinstance(replies, NoScriptError)
+            failed += indexes
+            continue
+        for i, reply in zip(indexes, replies, strict=True):
+            out[i] = reply
+    return failed, lost
 
 
 def scan_position(cursor: str) -> tuple[int, int]:

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterError, NoScriptError, ResponseError, TryAgainError
+from redis.exceptions import ClusterError, ResponseError, TryAgainError
 from redis.retry import Retry
 
 from .base import (
@@ -58,6 +58,7 @@ from .core import (
     node_groups,
     refuse_oversized,
     scan_position,
+    take_node_replies,
 )
 from .delta import get_delta_channel_history
 from .scripts import script_sources
@@ -289,19 +290,21 @@ class RedisSaver(RedisSaverBase):
         if request.name not in self._loaded_on_cluster:
             self._client.script_load(script.script)  # (on every primary)
             self._loaded_on_cluster.add(request.name)
+        results: list[Any] = []
         for node, indexes in groups:
             keys = [request.calls[i].keys[0] for i in indexes]
             try:
-                replies = self._client.execute_command(  # type: ignore[no-untyped-call]
-                    "EVALSHA", script.sha, 0, *request.args, *keys, target_nodes=node
+                results.append(
+                    self._client.execute_command(  # type: ignore[no-untyped-call]
+                        "EVALSHA", script.sha, 0, *request.args, *keys, target_nodes=node
+                    )
                 )
             except redis.RedisError as exc:
-                if isinstance(exc, NoScriptError):  # (a node restarted: load it again)
-                    self._loaded_on_cluster.discard(request.name)
-                alone += indexes
-                continue
-            for i, reply in zip(indexes, replies, strict=True):
-                out[i] = reply
+                results.append(exc)
+        failed, lost = take_node_replies(groups, results, out)
+        if lost:  # (a node restarted: load the script again)
+            self._loaded_on_cluster.discard(request.name)
+        alone += failed
         if alone:
             alone.sort()
             replies = self._batch_on_cluster([request.calls[i] for i in alone])
