@@ -24,7 +24,6 @@ import glob
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,12 +32,6 @@ from pathlib import Path
 
 OPS = ("put", "writes", "get")
 GETS = 20
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _total(path: str) -> int:
@@ -55,13 +48,13 @@ def _control(*args: str) -> None:
 
 async def measure(ops: list[str], turns: int, redis_server: str) -> dict[str, float]:
     """Instructions per call of each op, for the package importable here."""
-    import cost  # benchmarks/cost.py: the conversation
+    import cost  # benchmarks/cost.py: the conversation, free_port
     import redis
 
     from langgraph.checkpoint.rediskv import AsyncRedisSaver
 
     folder = tempfile.mkdtemp(prefix="rediskv-callgrind-")
-    port = _free_port()
+    port = cost.free_port()
     proc = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no",
          f"--callgrind-out-file={folder}/out.%p", redis_server, "--port", str(port),

@@ -689,7 +689,7 @@ class SaverCore:
                     self.ttl_seconds,
                     ahead.hint() if ahead else self._indexed_arg,
                     self.keep_last,
-                    score_arg(id_score(checkpoint_id.encode())),
+                    lists.score_arg(id_score(checkpoint_id.encode())),
                     # a put without a ttl sweeps its indexes one time in four (it adds no
                     # entry that can die by expiry; see put_checkpoint.lua)
                     "1" if random.random() < 0.25 else "0",
@@ -1604,7 +1604,7 @@ def index_suffix(key: str, canonical: str) -> str:
     """The suffix of the global indexes a metadata value may get (put_checkpoint.lua encodes
     none itself), "" for a value that gets none: null, or longer than MAX_INDEXED_VALUE.
     ``key``: the text of the metadata key, as the record's field names it."""
-    if canonical == "null" or len(canonical) > MAX_INDEXED_VALUE:
+    if not _indexable(canonical):
         return ""  # (before the cache: it holds no long value)
     return _cached_index_suffix(key, canonical)
 
@@ -1685,11 +1685,6 @@ def id_score(checkpoint_id: bytes) -> float:
     if head and len(head[1]) == 8 and len(head[2]) == 4:
         return float(int(head[1] + head[2] + head[3], 16))
     return float("inf")
-
-
-def score_arg(score: float) -> str:
-    """A score as put_checkpoint.lua takes it (score_arg in lua/include/keyschema.lua)."""
-    return "inf" if score == float("inf") else f"{score:.0f}"
 
 
 def _newer_than(checkpoint_id: bytes, score: float) -> bool:

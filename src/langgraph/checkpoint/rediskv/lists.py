@@ -51,6 +51,7 @@ def run_suffix(run_id: str) -> str:
 
 
 def score_arg(score: float) -> str:
+    """A score as the scripts take it (score_arg in lua/include/keyschema.lua)."""
     return "inf" if math.isinf(score) else str(int(score))
 
 
