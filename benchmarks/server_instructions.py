@@ -5,12 +5,14 @@ does not move with the machine's load, for A/B comparisons of script changes on 
     python benchmarks/server_instructions.py                      # this checkout
     python benchmarks/server_instructions.py --trees ../old,.     # two checkouts, side by side
     python benchmarks/server_instructions.py --turns 20 --ops put,writes
+    python benchmarks/server_instructions.py --ops turn --saver plainredis   # the peer's turn
 
 Each tree (a checkout with src/ and lua/) is measured in a child process with that tree's
 src/ first on PYTHONPATH: a redis-server of its own runs under `valgrind --tool=callgrind`
 with instrumentation off, cost.py's chat conversation (benchmarks/cost.py) is written for 20
 turns through AsyncRedisSaver, then for each op the next --turns turns' calls of that kind are
-sent with instrumentation on (get: the latest checkpoint, 20 times). The count is every
+sent with instrumentation on (get: the latest checkpoint, 20 times; turn: every call of the
+next --turns turns, counted per turn, which is the issue's unit). The count is every
 instruction of the server process in that span (its cron too: run at hz 1), divided by the
 calls: userland only, so the kernel's share of a request (its socket reads and writes) is
 not in it. Needs valgrind (callgrind_control) and redis-server; connects to no other server.
@@ -29,8 +31,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-OPS = ("put", "writes", "get")
+OPS = ("put", "writes", "get", "turn")
+SAVERS = ("rediskv", "plainredis")
 GETS = 20
 
 
@@ -46,12 +50,22 @@ def _control(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], capture_output=True, check=False)
 
 
-async def measure(ops: list[str], turns: int, redis_server: str) -> dict[str, float]:
-    """Instructions per call of each op, for the package importable here."""
+def _open_saver(kind: str, url: str) -> Any:
+    if kind == "plainredis":
+        from langgraph_checkpoint_plainredis import AsyncRedisSaver as PlainAsyncRedisSaver
+
+        return PlainAsyncRedisSaver(url=url, prefix="instr")
+    from langgraph.checkpoint.rediskv import AsyncRedisSaver
+
+    return AsyncRedisSaver(url, prefix="instr")
+
+
+async def measure(ops: list[str], turns: int, redis_server: str,
+                  saver_kind: str = "rediskv") -> dict[str, float]:
+    """Instructions per call of each op (per turn for "turn"), for the package importable
+    here, or for plainredis."""
     import cost  # benchmarks/cost.py: the conversation, free_port
     import redis
-
-    from langgraph.checkpoint.rediskv import AsyncRedisSaver
 
     folder = tempfile.mkdtemp(prefix="rediskv-callgrind-")
     port = cost.free_port()
@@ -75,13 +89,19 @@ async def measure(ops: list[str], turns: int, redis_server: str) -> dict[str, fl
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"{redis_server} under callgrind did not start") from None
                 time.sleep(0.1)
-        saver = AsyncRedisSaver(url, prefix="instr")
+        saver = _open_saver(saver_kind, url)
         conv = cost.Conversation("instr-thread", "user-1", 1_000)
         await cost.run_turns(saver, conv, 20)
         calls = list(conv.turns(turns))
         result: dict[str, float] = {}
         for op in ops:
-            chosen = [c for c in calls if c.kind == op] if op != "get" else [calls[0]] * GETS
+            if op == "turn":  # turns not yet written: the others' calls are, by now
+                chosen, per = list(conv.turns(turns)), turns
+            elif op == "get":
+                chosen, per = [calls[0]] * GETS, GETS
+            else:
+                chosen = [c for c in calls if c.kind == op]
+                per = len(chosen)
             _control("-z", str(proc.pid))
             _control("-i", "on", str(proc.pid))
             for call in chosen:
@@ -92,7 +112,7 @@ async def measure(ops: list[str], turns: int, redis_server: str) -> dict[str, fl
             dumps = sorted(set(glob.glob(f"{folder}/out.*")) - before)
             if not dumps:
                 raise SystemExit("callgrind_control wrote no dump")
-            result[op] = _total(dumps[-1]) / len(chosen)
+            result[op] = _total(dumps[-1]) / per
         return result
     finally:
         if saver is not None:
@@ -108,6 +128,8 @@ def main() -> int:
     parser.add_argument("--trees", default=".", help="comma-separated checkouts (default: .)")
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated: put,writes,get")
     parser.add_argument("--turns", type=int, default=30, help="turns whose calls are counted")
+    parser.add_argument("--saver", choices=SAVERS, default="rediskv",
+                        help="plainredis: the peer, measured the same way (--trees ignored)")
     parser.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -115,23 +137,25 @@ def main() -> int:
     if unknown := set(ops) - set(OPS):
         raise SystemExit(f"unknown ops {sorted(unknown)}: choose from {', '.join(OPS)}")
     if args.child:
-        print(json.dumps(asyncio.run(measure(ops, args.turns, args.redis_server))))
+        print(json.dumps(asyncio.run(measure(ops, args.turns, args.redis_server, args.saver))))
         return 0
     if not shutil.which("callgrind_control"):
         raise SystemExit("valgrind is needed (apt-get install valgrind)")
     rows = []
-    for tree in args.trees.split(","):
+    trees = args.trees.split(",") if args.saver == "rediskv" else ["."]
+    for tree in trees:
         src = Path(tree).resolve() / "src"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(Path(__file__).parent)]))
         child = subprocess.run(
             [sys.executable, __file__, "--child", "--ops", args.ops, "--turns", str(args.turns),
-             "--redis-server", args.redis_server],
+             "--redis-server", args.redis_server, "--saver", args.saver],
             env=env, capture_output=True, text=True, check=False,
         )
         if child.returncode:
             raise SystemExit(f"{tree}: {child.stderr[-2000:]}")
-        rows.append((tree, json.loads(child.stdout.strip().splitlines()[-1])))
-    print("| tree | " + " | ".join(f"{op} (instructions per call)" for op in ops) + " |")
+        rows.append((tree if args.saver == "rediskv" else args.saver, json.loads(child.stdout.strip().splitlines()[-1])))
+    print("| tree | " + " | ".join(
+        f"{op} (instructions per {'turn' if op == 'turn' else 'call'})" for op in ops) + " |")
     print("|---|" + "--:|" * len(ops))
     for tree, counts in rows:
         print(f"| {tree} | " + " | ".join(f"{counts[op]:,.0f}" for op in ops) + " |")

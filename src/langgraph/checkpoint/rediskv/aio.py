@@ -67,6 +67,7 @@ from .core import (
     take_node_replies,
 )
 from .delta import get_delta_channel_history
+from .functions import FunctionLibrary
 from .scripts import script_sources
 from .settings import ttl_seconds
 
@@ -104,6 +105,7 @@ class AsyncRedisSaver(RedisSaverBase):
         auto_pipeline: bool = True,
         compression: bool | int = True,
         keep_last: int | None = None,
+        functions: bool = True,
         **redis_kwargs: Any,
     ) -> None:
         connect_url = self._setup(
@@ -133,6 +135,8 @@ class AsyncRedisSaver(RedisSaverBase):
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
+        # a chat turn's operations as FCALLs of a library, on a standalone server
+        self._library = FunctionLibrary(functions and not isinstance(client, AsyncRedisCluster))
         self._loop: asyncio.AbstractEventLoop | None = None
         # redis-py's async cluster client fails with MaxConnectionsError past max_connections
         # on a node; callers wait at this gate instead, as they do at a blocking pool.
@@ -143,7 +147,7 @@ class AsyncRedisSaver(RedisSaverBase):
         )
         self._cluster_ready = False
         self._pipeline = (
-            AutoPipeline(self._client, self._scripts)
+            AutoPipeline(self._client, self._scripts, self._library, self._script)
             if auto_pipeline and isinstance(self._client, aredis.Redis)
             else None
         )
@@ -297,6 +301,27 @@ class AsyncRedisSaver(RedisSaverBase):
                 await asyncio.sleep(min(backoff.compute(failures), self._slot_move_wait - waited))
         raise AssertionError("unreachable")
 
+    async def _script(self, call: ScriptCall) -> Any:
+        """One script call on a standalone server: an FCALL of the saver's library (loaded
+        first if the server lost it), else an EVALSHA (see functions.py)."""
+        library = self._library
+        for attempt in range(2):  # the second once the library is loaded
+            if not library.serves(call) or (attempt and not await self._load_library()):
+                break
+            try:
+                return await self._client.execute_command("FCALL", *library.fcall_args(call))
+            except ResponseError as exc:
+                if not library.call_failed(exc):
+                    raise
+        return await self._scripts[call.name](keys=call.keys, args=call.args)
+
+    async def _load_library(self) -> bool:
+        try:
+            await self._client.function_load(self._library.source)
+        except ResponseError as exc:
+            return self._library.load_failed(exc)
+        return True
+
     async def _bulk_limit(self) -> int:
         """The server's proto-max-bulk-len, asked once (the default when CONFIG is denied)."""
         if self._max_bulk is None:
@@ -316,7 +341,7 @@ class AsyncRedisSaver(RedisSaverBase):
                     return await self._pipeline.call(request)
                 if isinstance(self._client, AsyncRedisCluster):
                     return await self._call_on_cluster(self._guarded(request))
-                return await self._scripts[request.name](keys=request.keys, args=request.args)
+                return await self._script(request)
             if isinstance(request, ScanKeys):
                 return [
                     key

@@ -10,13 +10,15 @@ own reply or error, and a call made while the line is quiet goes out at once, al
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from .core import MIN_BULK_LIMIT, ScriptCall, largest_arg
+from .functions import FunctionLibrary
 
 Pending = tuple[ScriptCall, "asyncio.Future[Any]"]
 
@@ -26,9 +28,17 @@ MAX_IN_FLIGHT = 2
 
 
 class AutoPipeline:
-    def __init__(self, client: aredis.Redis, scripts: dict[str, AsyncScript]) -> None:
+    def __init__(
+        self,
+        client: aredis.Redis,
+        scripts: dict[str, AsyncScript],
+        library: FunctionLibrary,
+        run_alone: Callable[[ScriptCall], Awaitable[Any]],
+    ) -> None:
         self._client = client
         self._scripts = scripts
+        self._library = library
+        self._run_alone = run_alone  # one call as the saver sends it (FCALL or EVALSHA)
         self._queue: list[Pending] = []
         self._in_flight = 0
         self._tasks: set[asyncio.Task[None]] = set()  # strong references to queued sends
@@ -71,13 +81,23 @@ class AutoPipeline:
                 results: list[Any] = [await self._script(call)]
             else:
                 pipe = self._client.pipeline(transaction=False)
-                for call, _ in batch:
-                    script = self._scripts[call.name]
-                    pipe.evalsha(script.sha, len(call.keys), *call.keys, *call.args)
+                as_functions = [self._library.serves(call) for call, _ in batch]
+                for (call, _), as_function in zip(batch, as_functions, strict=True):
+                    if as_function:
+                        pipe.execute_command("FCALL", *self._library.fcall_args(call))
+                    else:
+                        script = self._scripts[call.name]
+                        pipe.evalsha(script.sha, len(call.keys), *call.keys, *call.args)
                 results = await pipe.execute(raise_on_error=False)
                 for i, (call, _) in enumerate(batch):
-                    if isinstance(results[i], NoScriptError):
-                        # not loaded yet, or flushed: the script object loads it and runs it
+                    result = results[i]
+                    if isinstance(result, NoScriptError) or (
+                        as_functions[i]
+                        and isinstance(result, ResponseError)
+                        and self._library.call_failed(result)
+                    ):
+                        # not loaded yet, or flushed (or functions not allowed): sent alone,
+                        # it loads what it needs
                         results[i] = await self._script(call)
         except BaseException as exc:  # the whole send failed: every caller learns why
             for _, future in batch:
@@ -95,4 +115,4 @@ class AutoPipeline:
                 future.set_result(result)
 
     async def _script(self, call: ScriptCall) -> Any:
-        return await self._scripts[call.name](keys=call.keys, args=call.args)
+        return await self._run_alone(call)

@@ -8,6 +8,7 @@ they share are written once.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from importlib import resources
 from pathlib import Path
@@ -65,3 +66,49 @@ def script_sources() -> dict[str, str]:
     return {
         name: _INCLUDE.sub(inline, (folder / f"{name}.lua").read_text()) for name in SCRIPT_NAMES
     }
+
+
+# The operations a chat turn makes, loaded as a Redis Function library as well (FUNCTION LOAD,
+# then FCALL): an EVALSHA runs the whole script anew, making a closure for every helper its
+# includes define (some 60 for a put); a library's helpers are made once, at load.
+FUNCTION_OPS = ("put_checkpoint", "put_writes", "get_tuple")
+
+_SHEBANG = re.compile(r"\A#!lua(?: flags=([\w,-]*))?\n")
+
+
+@functools.cache
+def function_library() -> tuple[str, str, dict[str, str]]:
+    """The library's name, its source and each operation's function name in it, all named after
+    the digest of the source, so that savers of other versions on one server each find their
+    own (a library of the same name is the same code)."""
+    folder = _lua_dir()
+    includes: list[str] = []
+    bodies: dict[str, tuple[str, str]] = {}
+    for name in FUNCTION_OPS:
+        text = (folder / f"{name}.lua").read_text()
+        shebang = _SHEBANG.match(text)
+        if shebang is None:
+            raise ValueError(f"lua/{name}.lua does not start with a #!lua line")
+        flags = [flag for flag in (shebang.group(1) or "").split(",") if flag]
+        body = text[shebang.end() :]
+        for include in _INCLUDE.findall(body):
+            if include not in includes:
+                includes.append(include)
+        bodies[name] = (_INCLUDE.sub("", body), ", ".join(f"'{flag}'" for flag in flags))
+    parts = [(folder / "include" / f"{include}.lua").read_text() for include in includes]
+    # the callbacks' parameters are named KEYS and ARGV: the bodies read them as scripts do
+    template = (
+        "redis.register_function{{function_name = '{fn}', flags = {{ {flags} }},\n"
+        "  callback = function(KEYS, ARGV)\n{body}\nend}}\n"
+    )
+    unnamed = "\n".join(parts) + "".join(
+        template.format(fn=f"@{name}", flags=flags, body=body)
+        for name, (body, flags) in bodies.items()
+    )
+    digest = hashlib.sha1(unnamed.encode()).hexdigest()[:16]
+    library = f"rediskv_{digest}"
+    names = {name: f"{library}_{name}" for name in FUNCTION_OPS}
+    source = f"#!lua name={library}\n" + unnamed.replace(
+        "function_name = '@", f"function_name = '{library}_"
+    )
+    return library, source, names

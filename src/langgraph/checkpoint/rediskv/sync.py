@@ -61,6 +61,7 @@ from .core import (
     take_node_replies,
 )
 from .delta import get_delta_channel_history
+from .functions import FunctionLibrary
 from .scripts import script_sources
 from .settings import ttl_seconds
 
@@ -124,6 +125,7 @@ class RedisSaver(RedisSaverBase):
         slot_move_wait: float = SLOT_MOVE_WAIT,
         compression: bool | int = True,
         keep_last: int | None = None,
+        functions: bool = True,
         **redis_kwargs: Any,
     ) -> None:
         connect_url = self._setup(
@@ -156,6 +158,8 @@ class RedisSaver(RedisSaverBase):
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
+        # a chat turn's operations as FCALLs of a library, on a standalone server
+        self._library = FunctionLibrary(functions and not isinstance(client, RedisCluster))
 
     @classmethod
     @contextmanager
@@ -196,7 +200,7 @@ class RedisSaver(RedisSaverBase):
             if isinstance(request, ScriptCall):
                 if isinstance(self._client, RedisCluster):
                     return self._call_on_cluster(self._guarded(request))
-                return self._scripts[request.name](keys=request.keys, args=request.args)
+                return self._script(request)
             if isinstance(request, ScanKeys):
                 return list(self._client.scan_iter(match=request.match, count=request.count))
             if isinstance(request, ScanPage):
@@ -219,6 +223,27 @@ class RedisSaver(RedisSaverBase):
             if explained is exc:
                 raise
             raise explained from exc
+
+    def _script(self, call: ScriptCall) -> Any:
+        """One script call on a standalone server: an FCALL of the saver's library (loaded
+        first if the server lost it), else an EVALSHA (see functions.py)."""
+        library = self._library
+        for attempt in range(2):  # the second once the library is loaded
+            if not library.serves(call) or (attempt and not self._load_library()):
+                break
+            try:
+                return self._client.execute_command("FCALL", *library.fcall_args(call))  # type: ignore[no-untyped-call]
+            except ResponseError as exc:
+                if not library.call_failed(exc):
+                    raise
+        return self._scripts[call.name](keys=call.keys, args=call.args)
+
+    def _load_library(self) -> bool:
+        try:
+            self._client.function_load(self._library.source)
+        except ResponseError as exc:
+            return self._library.load_failed(exc)
+        return True
 
     def _batch_on_cluster(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Calls on a cluster in one pipeline (redis-py sends each node its own; its
