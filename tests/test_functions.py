@@ -1,0 +1,256 @@
+"""The operations of a chat turn as a Redis Function library (functions.py): FCALL on a
+standalone server, loaded again when lost, and scripts (EVALSHA) when functions are off, denied
+or missing. Every test acts on a server of its own: they delete libraries and add ACL users."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from redis.exceptions import NoPermissionError, OutOfMemoryError, ResponseError
+
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, ServerFullError
+from langgraph.checkpoint.rediskv.core import ScriptCall
+from langgraph.checkpoint.rediskv.functions import FunctionLibrary
+from langgraph.checkpoint.rediskv.scripts import FUNCTION_OPS, _lua_dir, function_library
+
+from .conftest import PrivateServer, new_prefix
+from .test_contract import cfg, make_checkpoint
+
+LIBRARY, SOURCE, NAMES = function_library()
+
+
+class Sent:
+    """What the server ran of the commands that call the operations, since the last take():
+    FCALL, EVALSHA, FUNCTION LOAD, SCRIPT LOAD (commandstats of a server of the test's own;
+    calls refused by the ACL or by maxmemory count too)."""
+
+    NAMES = ("fcall", "evalsha", "function|load", "script|load")
+
+    def __init__(self, admin: redis.Redis) -> None:
+        self.admin = admin
+        self.seen = self._counts()
+
+    def _counts(self) -> dict[str, int]:
+        stats = self.admin.info("commandstats")
+        counts = {}
+        for name in self.NAMES:
+            row = stats.get(f"cmdstat_{name}", {})
+            counts[name] = int(row.get("calls", 0)) + int(row.get("rejected_calls", 0))
+        return counts
+
+    def take(self) -> dict[str, int]:
+        now = self._counts()
+        delta = {name: now[name] - self.seen[name] for name in self.NAMES}
+        self.seen = now
+        return {name: n for name, n in delta.items() if n}
+
+
+@pytest.fixture
+def server(private_server: PrivateServer) -> Iterator[redis.Redis]:
+    admin = redis.Redis(port=private_server.port)
+    yield admin
+    admin.close()
+
+
+@pytest.fixture
+def sent(server: redis.Redis) -> Sent:
+    return Sent(server)
+
+
+def put_one(saver: RedisSaver, thread: str, step: int, parent: str | None = None) -> Any:
+    version = f"{step:032}.0.1"
+    checkpoint = make_checkpoint({"messages": f"turn {step} " * 200}, {"messages": version})
+    return saver.put(
+        cfg(thread, checkpoint_id=parent), checkpoint, {"source": "loop", "step": step},
+        {"messages": version},
+    )  # fmt: skip
+
+
+def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.Redis) -> None:
+    assert LIBRARY == "rediskv_" + re.sub(r"\W", "", LIBRARY.removeprefix("rediskv_"))
+    assert len(LIBRARY) == len("rediskv_") + 16
+    assert NAMES == {op: f"{LIBRARY}_{op}" for op in FUNCTION_OPS}
+    assert server.function_load(SOURCE) == LIBRARY.encode()
+    [library] = server.function_list(library=LIBRARY)
+    info = dict(zip(library[::2], library[1::2], strict=True))
+    functions = {}
+    for entry in info[b"functions"]:
+        fields = dict(zip(entry[::2], entry[1::2], strict=True))
+        functions[fields[b"name"].decode()] = sorted(f.decode() for f in fields[b"flags"])
+    # the flags of each script's #!lua line: a put refused by a full server, a read not
+    assert functions == {
+        NAMES["put_checkpoint"]: [],
+        NAMES["put_writes"]: [],
+        NAMES["get_tuple"]: ["allow-oom"],
+    }
+    # the bodies are the scripts' own, their includes made once at the top
+    for op in FUNCTION_OPS:
+        own_part = (_lua_dir() / f"{op}.lua").read_text().rsplit("-- @include", 1)[1]
+        body = own_part.split("\n", 1)[1]  # after the last include line
+        assert len(body) > 500 and body in SOURCE
+    for include in ("keyschema", "record", "records", "drop", "trim", "lists"):
+        assert SOURCE.count((_lua_dir() / "include" / f"{include}.lua").read_text()) == 1
+
+
+def test_a_chat_turn_goes_out_as_fcalls(server: redis.Redis, sent: Sent) -> None:
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    with RedisSaver(url, prefix=new_prefix()) as saver:
+        put_one(saver, "warm", 1)  # (a saver's first put registers its indexed keys first)
+        server.function_flush()
+        sent.take()
+        first = put_one(saver, "t", 1)
+        # the first call finds no library: it loads it, then calls again
+        assert sent.take() == {"fcall": 2, "function|load": 1}
+        second = put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
+        saver.put_writes(second, [("messages", "w")], "task-1")
+        got = saver.get_tuple(cfg("t"))
+        assert sent.take() == {"fcall": 3}
+        assert got is not None and got.config == second
+        assert got.pending_writes == [("task-1", "messages", "w")]
+        assert got.checkpoint["channel_values"]["messages"] == "turn 2 " * 200
+        # other operations are scripts
+        assert [t.config for t in saver.list(cfg("t"))] == [second, first]
+        assert "fcall" not in sent.take()
+
+
+async def test_concurrent_async_calls_go_out_as_fcalls_in_one_pipeline(
+    server: redis.Redis, sent: Sent
+) -> None:
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    server.function_load(SOURCE)
+    async with AsyncRedisSaver.from_conn_string(url, prefix=new_prefix()) as saver:
+        await saver.aput(cfg("warm"), make_checkpoint({}, {}), {"step": 0}, {})
+        sent.take()
+        # the library is deleted while graphs run: the pipelined calls that find it gone
+        # load it and go again
+        server.function_delete(LIBRARY)
+        puts = [
+            saver.aput(cfg(f"t{i}"), make_checkpoint({"messages": f"m{i}"}, {"messages": "1"}),
+                       {"step": i}, {"messages": "1"})
+            for i in range(12)
+        ]  # fmt: skip
+        configs = await asyncio.gather(*puts)
+        ran = sent.take()
+        # (every call that found the library gone, and again after a load)
+        assert "evalsha" not in ran and ran["function|load"] >= 1 and ran["fcall"] >= 12 + 1
+        for i, config in enumerate(configs):
+            got = await saver.aget_tuple(config)
+            assert got is not None and got.checkpoint["channel_values"] == {"messages": f"m{i}"}
+        assert sent.take() == {"fcall": 12}
+        assert saver._library.enabled
+    assert server.function_list(library=LIBRARY) != []
+
+
+def test_a_lost_library_is_loaded_again(server: redis.Redis, sent: Sent) -> None:
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    with RedisSaver(url, prefix=new_prefix()) as saver:
+        first = put_one(saver, "t", 1)
+        server.function_flush()
+        sent.take()
+        got = saver.get_tuple(first)
+        assert sent.take() == {"fcall": 2, "function|load": 1}
+        assert got is not None and got.checkpoint["channel_values"]["messages"] == "turn 1 " * 200
+        assert [row[1] for row in server.function_list()] == [LIBRARY.encode()]
+
+
+def test_functions_off_send_scripts(server: redis.Redis, sent: Sent) -> None:
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    with RedisSaver(url, prefix=new_prefix(), functions=False) as saver:
+        put_one(saver, "warm", 1)
+        saver.get_tuple(cfg("warm"))
+        sent.take()
+        first = put_one(saver, "t", 1)
+        assert saver.get_tuple(first) is not None
+        assert sent.take() == {"evalsha": 2}
+    assert server.function_list() == []
+
+
+@pytest.mark.parametrize("denied", ["fcall", "function|load"])
+def test_an_acl_without_functions_falls_back_to_scripts(
+    server: redis.Redis, sent: Sent, denied: str
+) -> None:
+    port = server.connection_pool.connection_kwargs["port"]
+    commands = ["+@all", f"-{denied}"]
+    server.acl_setuser("app", enabled=True, passwords=["+pw"], keys=["*"], commands=commands)
+    with RedisSaver(f"redis://app:pw@127.0.0.1:{port}/0", prefix=new_prefix()) as saver:
+        first = put_one(saver, "t", 1)
+        # one refusal turns functions off for the saver: then every call is a script
+        ran = sent.take()
+        assert ran["fcall"] == 1 and ran.get("function|load", 0) == (denied != "fcall")
+        assert not saver._library.enabled
+        second = put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
+        assert sent.take() == {"evalsha": 1}
+        got = saver.get_tuple(cfg("t"))
+        assert got is not None and got.config == second
+        assert sent.take() == {"evalsha": 2, "script|load": 1}  # (its first: loaded)
+    assert server.function_list() == []
+
+
+def test_a_full_server_reads_without_loading_the_library(
+    server: redis.Redis, sent: Sent
+) -> None:
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    with RedisSaver(url, prefix=new_prefix()) as saver:
+        first = put_one(saver, "t", 1)
+        server.function_flush()
+        server.config_set("maxmemory", "1")  # over it at once (noeviction)
+        try:
+            sent.take()
+            got = saver.get_tuple(first)  # a read runs on a full server, as a script
+            assert got is not None and got.config == first
+            assert sent.take() == {"fcall": 1, "function|load": 1, "evalsha": 2, "script|load": 1}
+            assert saver._library.enabled  # (a full server is no reason to stop using them)
+            with pytest.raises(ServerFullError, match="nothing was written"):
+                put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
+            # refused as a script too (after its SCRIPT LOAD), as it was before functions
+            assert sent.take() == {"fcall": 1, "function|load": 1, "evalsha": 2, "script|load": 1}
+        finally:
+            server.config_set("maxmemory", "0")
+        put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
+        assert sent.take() == {"fcall": 2, "function|load": 1}
+        assert saver.get_tuple(cfg("t")).config["configurable"]["checkpoint_id"] != first[
+            "configurable"
+        ]["checkpoint_id"]
+
+
+def _call(name: str) -> ScriptCall:
+    return ScriptCall(name, ("k",), ("a", 1))
+
+
+def test_which_errors_are_the_librarys() -> None:
+    library = FunctionLibrary()
+    assert library.serves(_call("put_checkpoint")) and not library.serves(_call("prune"))
+    assert library.fcall_args(_call("get_tuple")) == (NAMES["get_tuple"], 1, "k", "a", 1)
+    # gone: load it again, functions stay on
+    assert library.call_failed(ResponseError("Function not found")) and library.enabled
+    # the operation's own errors, a command denied inside the function among them
+    for own in (
+        ResponseError("ERR user_function:12: corrupt checkpoint record"),
+        NoPermissionError("this user has no permissions to run the 'time' command"),
+        OutOfMemoryError("command not allowed when used memory > 'maxmemory'."),
+    ):
+        assert not library.call_failed(own) and library.enabled
+    for refusal in (
+        NoPermissionError("User app has no permissions to run the 'fcall' command"),
+        ResponseError("unknown command 'FCALL', with args beginning with: 'x'"),
+    ):
+        library = FunctionLibrary()
+        assert library.call_failed(refusal) and not library.enabled
+        assert not library.serves(_call("put_checkpoint"))
+    library = FunctionLibrary()
+    assert library.load_failed(ResponseError(f"Library '{LIBRARY}' already exists"))
+    assert library.enabled
+    assert not library.load_failed(OutOfMemoryError("command not allowed")) and library.enabled
+    for refusal in (
+        ResponseError("Error compiling function: user_function:2: '=' expected"),
+        NoPermissionError("this user has no permissions to run the 'function|load' command"),
+        ResponseError("unknown command 'FUNCTION'"),
+    ):
+        library = FunctionLibrary()
+        assert not library.load_failed(refusal) and not library.enabled
+    assert not FunctionLibrary(enabled=False).serves(_call("put_checkpoint"))
