@@ -191,9 +191,7 @@ def test_an_acl_without_functions_falls_back_to_scripts(
     assert server.function_list() == []
 
 
-def test_a_full_server_reads_without_loading_the_library(
-    server: redis.Redis, sent: Sent
-) -> None:
+def test_a_full_server_reads_without_loading_the_library(server: redis.Redis, sent: Sent) -> None:
     url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
     with RedisSaver(url, prefix=new_prefix()) as saver:
         first = put_one(saver, "t", 1)
@@ -213,9 +211,10 @@ def test_a_full_server_reads_without_loading_the_library(
             server.config_set("maxmemory", "0")
         put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
         assert sent.take() == {"fcall": 2, "function|load": 1}
-        assert saver.get_tuple(cfg("t")).config["configurable"]["checkpoint_id"] != first[
-            "configurable"
-        ]["checkpoint_id"]
+        assert (
+            saver.get_tuple(cfg("t")).config["configurable"]["checkpoint_id"]
+            != first["configurable"]["checkpoint_id"]
+        )
 
 
 def _call(name: str) -> ScriptCall:
@@ -254,3 +253,35 @@ def test_which_errors_are_the_librarys() -> None:
         library = FunctionLibrary()
         assert not library.load_failed(refusal) and not library.enabled
     assert not FunctionLibrary(enabled=False).serves(_call("put_checkpoint"))
+
+
+def test_calls_of_other_threads_and_prefixes_in_turn_keep_to_their_keys(
+    server: redis.Redis, sent: Sent
+) -> None:
+    # the library keeps the last thread's keyspace between calls (keyschema.lua): a call of
+    # another thread, or of the same thread under another prefix, must not use it
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    prefix_a, prefix_b = new_prefix(), new_prefix()
+    with RedisSaver(url, prefix=prefix_a) as a, RedisSaver(url, prefix=prefix_b) as b:
+        configs = {}
+        for step, (saver, thread) in enumerate([(a, "t"), (b, "t"), (a, "u"), (a, "t")], 1):
+            parent = configs.get((saver.prefix, thread))
+            config = put_one(
+                saver, thread, step, parent and parent["configurable"]["checkpoint_id"]
+            )
+            saver.put_writes(config, [("messages", f"w{step}")], f"task-{step}")
+            configs[(saver.prefix, thread)] = config
+        assert sent.take()["fcall"] == 8 + 1  # (the first finds no library)
+        for (prefix, thread), config in configs.items():
+            saver = a if prefix == prefix_a else b
+            got = saver.get_tuple(cfg(thread))
+            assert got is not None and got.config == config
+        assert [
+            len(list(a.list(cfg("t")))),
+            len(list(a.list(cfg("u")))),
+            len(list(b.list(cfg("t")))),
+            len(list(b.list(cfg("u")))),
+        ] == [2, 1, 1, 0]
+        b_keys = sorted(k.decode().split(":")[1] for k in server.scan_iter(f"{prefix_b}:*"))
+        assert b_keys.count("cp") == 1 and b_keys.count("blob") == 1
+        assert a.check_invariants() == [] and b.check_invariants() == []

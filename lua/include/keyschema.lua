@@ -15,8 +15,16 @@ local function checkpoint_key(prefix, tag, ns, id)
   return prefix .. ":cp:" .. tag .. ":" .. ns .. ":" .. enc(id)
 end
 
+-- The last keyspace made. A Redis Function library keeps it from one call to the next (the
+-- calls of a chat turn are of one thread), which saves making its closures again each time; a
+-- script starts without it. Nothing writes to a keyspace once it is made.
+local last_keyspace = nil
+
 local function keyspace(prefix, tag)
-  local K = {}
+  local K = last_keyspace
+  if K and K.tag == tag and K.prefix == prefix then return K end
+  K = {}
+  K.prefix = prefix
   K.thread = prefix .. ":th:" .. tag
   K.runs = prefix .. ":runs:" .. tag
   K.ttl = prefix .. ":ttl:" .. tag
@@ -57,6 +65,7 @@ local function keyspace(prefix, tag)
   K.tag = tag
   -- a checkpoint's member in a metadata index: its id first, so lexical order = time order
   function K.member(ns, id) return id .. "\0" .. tag .. ":" .. ns end
+  last_keyspace = K
   return K
 end
 
