@@ -480,7 +480,7 @@ def _first_part(key: str) -> str:
     return key.split(":")[0]
 
 
-def rediskv_variant(name: str, description: str, **options: Any) -> Variant:
+def rediskv_variant(name: str, description: str, stores: bool = True, **options: Any) -> Variant:
     async def make(args: argparse.Namespace, token: str) -> Store:
         missing = rediskv_options_missing(options)
         if missing:
@@ -493,7 +493,7 @@ def rediskv_variant(name: str, description: str, **options: Any) -> Variant:
         return RedisStore(server, lambda url: AsyncRedisSaver(url, prefix=PREFIX, **options),
                           close, _second_part)
 
-    return Variant(name, description, make, redis=True)
+    return Variant(name, description, make, redis=True, stores=stores)
 
 
 async def make_plainredis(args: argparse.Namespace, token: str) -> Store:
@@ -685,6 +685,9 @@ VARIANTS = (
     rediskv_variant("rediskv-nocompress", "AsyncRedisSaver(compression=False)",
                     compression=False),
     rediskv_variant("rediskv-keep1", "AsyncRedisSaver(keep_last=1)", keep_last=1),
+    rediskv_variant("rediskv-scripts", "AsyncRedisSaver(functions=False): every call an "
+                    "EVALSHA, as before the function library (Redis CPU only)", stores=False,
+                    functions=False),
     Variant("plainredis", "langgraph-checkpoint-plainredis AsyncRedisSaver", make_plainredis,
             redis=True),
     Variant("valkey", "langgraph-checkpoint-aws AsyncValkeySaver", make_valkey, redis=True),
@@ -693,7 +696,7 @@ VARIANTS = (
     Variant("postgres", "AsyncPostgresSaver (pool, autocommit)", make_postgres),
     Variant("sqlite", "AsyncSqliteSaver (temporary file)", make_sqlite),
 )
-CPU_VARIANTS = (THIS, "rediskv-nocompress", "plainredis", "valkey", "floor")
+CPU_VARIANTS = (THIS, "rediskv-nocompress", "rediskv-scripts", "plainredis", "valkey", "floor")
 
 
 # -- phase 1: storage ---------------------------------------------------------------------------

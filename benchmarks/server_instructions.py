@@ -153,7 +153,8 @@ def main() -> int:
         )
         if child.returncode:
             raise SystemExit(f"{tree}: {child.stderr[-2000:]}")
-        rows.append((tree if args.saver == "rediskv" else args.saver, json.loads(child.stdout.strip().splitlines()[-1])))
+        label = tree if args.saver == "rediskv" else args.saver
+        rows.append((label, json.loads(child.stdout.strip().splitlines()[-1])))
     print("| tree | " + " | ".join(
         f"{op} (instructions per {'turn' if op == 'turn' else 'call'})" for op in ops) + " |")
     print("|---|" + "--:|" * len(ops))
