@@ -63,7 +63,7 @@ local function listable(ns, id)
     redis.call("ZREM", K.index(ns), id)  -- the checkpoint expired: drop its dangling entry
     return false
   end
-  return matches_filter(cp, 10, nfilter)
+  return matches_filter(cp, ARGV, 10, nfilter)
 end
 
 local reply = { false }

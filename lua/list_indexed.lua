@@ -40,7 +40,7 @@ while taken < page and scanned < budget do
     local cp = K.checkpoint(ns, id)
     if redis.call("EXISTS", cp) == 0 then
       redis.call("ZREM", KEYS[1], member)
-    elseif redis.call("EXISTS", K.thread) == 1 and matches_filter(cp, 7, nfilter) then
+    elseif redis.call("EXISTS", K.thread) == 1 and matches_filter(cp, ARGV, 7, nfilter) then
       local record = load_checkpoint(K, ns, id, 0)
       if record then
         reply[#reply + 1] = tag

@@ -35,15 +35,16 @@ local function load_checkpoint(K, ns, id, ttl)
   return { ns, id, rec.ck, rec.md, rec.p or false, blobs, writes }
 end
 
--- True when the checkpoint's metadata matches every (field, canonical JSON) pair in ARGV
+-- True when the checkpoint's metadata matches every (field, canonical JSON) pair in `args`
+-- (the caller's ARGV: a helper reads no globals, so that it also works in a function library)
 -- from position `first` on, `count` pairs long. A missing key matches only JSON null.
-local function matches_filter(cp, first, count)
+local function matches_filter(cp, args, first, count)
   if count == 0 then return true end
   local wanted = {}
-  for j = 0, count - 1 do wanted[ARGV[first + 2 * j]] = true end
+  for j = 0, count - 1 do wanted[args[first + 2 * j]] = true end
   local fields = record(cp, wanted)
   for j = 0, count - 1 do
-    local want, have = ARGV[first + 2 * j + 1], fields[ARGV[first + 2 * j]]
+    local want, have = args[first + 2 * j + 1], fields[args[first + 2 * j]]
     if have then
       if have ~= want then return false end
     elseif want ~= "null" then
