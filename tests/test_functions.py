@@ -14,7 +14,7 @@ import pytest
 import redis
 from redis.exceptions import NoPermissionError, OutOfMemoryError, ResponseError
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, ServerFullError
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, ServerFullError, functions
 from langgraph.checkpoint.rediskv.core import ScriptCall
 from langgraph.checkpoint.rediskv.functions import FunctionLibrary
 from langgraph.checkpoint.rediskv.scripts import FUNCTION_OPS, _lua_dir, function_library
@@ -27,10 +27,10 @@ LIBRARY, SOURCE, NAMES = function_library()
 
 class Sent:
     """What the server ran of the commands that call the operations, since the last take():
-    FCALL, EVALSHA, FUNCTION LOAD, SCRIPT LOAD (commandstats of a server of the test's own;
-    calls refused by the ACL or by maxmemory count too)."""
+    FCALL, EVALSHA, FUNCTION LIST, FUNCTION LOAD, SCRIPT LOAD (commandstats of a server of
+    the test's own; calls refused by the ACL or by maxmemory count too)."""
 
-    NAMES = ("fcall", "evalsha", "function|load", "script|load")
+    NAMES = ("fcall", "evalsha", "function|list", "function|load", "script|load")
 
     def __init__(self, admin: redis.Redis) -> None:
         self.admin = admin
@@ -178,7 +178,7 @@ def test_functions_off_send_scripts(server: redis.Redis, sent: Sent) -> None:
     assert server.function_list() == []
 
 
-@pytest.mark.parametrize("denied", ["fcall", "function|load"])
+@pytest.mark.parametrize("denied", ["fcall", "function|load", "function|list"])
 def test_an_acl_without_functions_falls_back_to_scripts(
     server: redis.Redis, sent: Sent, denied: str
 ) -> None:
@@ -187,21 +187,40 @@ def test_an_acl_without_functions_falls_back_to_scripts(
     server.acl_setuser("app", enabled=True, passwords=["+pw"], keys=["*"], commands=commands)
     with RedisSaver(f"redis://app:pw@127.0.0.1:{port}/0", prefix=new_prefix()) as saver:
         first = put_one(saver, "t", 1)
-        # one refusal turns functions off for the saver: then every call is a script
+        # the library is listed (its code checked), loaded, called: the first refusal turns
+        # functions off for the saver, and the call runs as a script
         ran = sent.take()
-        assert ran["fcall"] == 1 and ran.get("function|load", 0) == (denied != "fcall")
-        assert not saver._library.enabled
+        tried = {name: ran.get(name, 0) for name in ("function|list", "function|load", "fcall")}
+        assert (
+            tried
+            == {
+                "fcall": {"function|list": 1, "function|load": 1, "fcall": 1},
+                "function|load": {"function|list": 1, "function|load": 1, "fcall": 0},
+                "function|list": {"function|list": 1, "function|load": 0, "fcall": 0},
+            }[denied]
+        )
+        assert ran["evalsha"] >= 1 and not saver._library.enabled
         second = put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
         assert sent.take() == {"evalsha": 1}
         got = saver.get_tuple(cfg("t"))
         assert got is not None and got.config == second
         assert sent.take() == {"evalsha": 2, "script|load": 1}  # (its first: loaded)
-    assert server.function_list() == []
+    if denied != "fcall":
+        assert server.function_list() == []
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def test_a_full_server_reads_without_loading_the_library(server: redis.Redis, sent: Sent) -> None:
     url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
     with RedisSaver(url, prefix=new_prefix()) as saver:
+        saver._library._clock = clock = Clock()
         first = put_one(saver, "t", 1)
         server.function_flush()
         server.config_set("maxmemory", "1")  # over it at once (noeviction)
@@ -211,18 +230,97 @@ def test_a_full_server_reads_without_loading_the_library(server: redis.Redis, se
             assert got is not None and got.config == first
             assert sent.take() == {"fcall": 1, "function|load": 1, "evalsha": 2, "script|load": 1}
             assert saver._library.enabled  # (a full server is no reason to stop using them)
+            # for a while, calls go straight to the scripts: no load tried on every call
+            assert saver.get_tuple(first) is not None
             with pytest.raises(ServerFullError, match="nothing was written"):
                 put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
-            # refused as a script too (after its SCRIPT LOAD), as it was before functions
-            assert sent.take() == {"fcall": 1, "function|load": 1, "evalsha": 2, "script|load": 1}
+            assert sent.take() == {"evalsha": 3, "script|load": 1}
         finally:
             server.config_set("maxmemory", "0")
-        put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
-        assert sent.take() == {"fcall": 2, "function|load": 1}
-        assert (
-            saver.get_tuple(cfg("t")).config["configurable"]["checkpoint_id"]
-            != first["configurable"]["checkpoint_id"]
-        )
+        second = put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
+        assert sent.take() == {"evalsha": 1}
+        clock.now += functions.RETRY_AFTER  # then the library is tried again
+        saver.put_writes(second, [("messages", "w")], "task-1")
+        assert sent.take() == {"function|list": 1, "function|load": 1, "fcall": 1}
+        got = saver.get_tuple(cfg("t"))
+        assert got is not None and got.config == second and sent.take() == {"fcall": 1}
+
+
+def test_a_refusal_that_passes_keeps_functions_on(server: redis.Redis, sent: Sent) -> None:
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    with RedisSaver(url, prefix=new_prefix()) as saver:
+        saver._library._clock = clock = Clock()
+        first = put_one(saver, "t", 1)
+        server.function_flush()
+        server.config_set("min-replicas-to-write", "1")  # writes refused: NOREPLICAS
+        try:
+            sent.take()
+            with pytest.raises(ResponseError, match="NOREPLICAS"):
+                saver.get_tuple(first)  # refused as a script too (it may write)
+            ran = sent.take()
+            assert ran["fcall"] == 1 and ran["function|load"] == 1 and ran["evalsha"] >= 1
+        finally:
+            server.config_set("min-replicas-to-write", "0")
+        assert saver._library.enabled
+        clock.now += functions.RETRY_AFTER
+        assert saver.get_tuple(first) is not None
+        assert sent.take() == {"function|list": 1, "function|load": 1, "fcall": 1}
+
+
+def test_a_library_of_that_name_with_other_code_is_not_used(
+    server: redis.Redis, sent: Sent, caplog: pytest.LogCaptureFixture
+) -> None:
+    # another user of the server took the library's name first (FUNCTION LOAD needs no key):
+    # its functions would run with the saver's permissions
+    prefix = new_prefix()
+    planted = "\n".join(
+        [f"#!lua name={LIBRARY}"]
+        + [
+            f"redis.register_function('{name}', function(keys, args) "
+            f"redis.call('SET', '{prefix}:planted', '1') return 1 end)"
+            for name in NAMES.values()
+        ]
+    )
+    server.function_load(planted)
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    with caplog.at_level("WARNING"), RedisSaver(url, prefix=prefix) as saver:
+        first = put_one(saver, "t", 1)
+        got = saver.get_tuple(first)
+        assert got is not None and got.config == first
+        ran = sent.take()
+        assert "fcall" not in ran and ran["function|list"] == 1 and ran["evalsha"] >= 2
+        assert not saver._library.enabled
+    assert server.get(f"{prefix}:planted") is None
+    assert f"the Redis function library {LIBRARY} on the server is not this saver's code" in (
+        caplog.text
+    )
+
+
+async def test_a_batch_call_that_fails_alone_fails_alone(server: redis.Redis) -> None:
+    # calls batched by the auto-pipeline that must go again alone (their function or script
+    # gone): one that fails (a put on a full server) does not fail the reads beside it
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    async with AsyncRedisSaver.from_conn_string(url, prefix=new_prefix()) as saver:
+        config = await saver.aput(
+            cfg("t"), make_checkpoint({"messages": "m"}, {"messages": "1"}), {"step": 1},
+            {"messages": "1"},
+        )  # fmt: skip
+        server.function_flush()
+        server.config_set("maxmemory", "1")
+        try:
+            calls = [saver.aget_tuple(config) for _ in range(6)] + [
+                saver.aput(cfg("t", checkpoint_id=config["configurable"]["checkpoint_id"]),
+                           make_checkpoint({"messages": f"n{i}"}, {"messages": f"{i + 2}"}),
+                           {"step": i + 2}, {"messages": f"{i + 2}"})
+                for i in range(2)
+            ]  # fmt: skip
+            results = await asyncio.gather(*calls, return_exceptions=True)
+        finally:
+            server.config_set("maxmemory", "0")
+        assert [r.config if not isinstance(r, Exception) else None for r in results[:6]] == [
+            config
+        ] * 6
+        assert [type(r) for r in results[6:]] == [ServerFullError, ServerFullError]
 
 
 def _call(name: str) -> ScriptCall:
@@ -249,10 +347,19 @@ def test_which_errors_are_the_librarys() -> None:
         library = FunctionLibrary()
         assert library.call_failed(refusal) and not library.enabled
         assert not library.serves(_call("put_checkpoint"))
-    library = FunctionLibrary()
+    library = FunctionLibrary(clock=(clock := Clock()))
     assert library.load_failed(ResponseError(f"Library '{LIBRARY}' already exists"))
-    assert library.enabled
-    assert not library.load_failed(OutOfMemoryError("command not allowed")) and library.enabled
+    assert library.enabled and not library.verified  # (someone's library: to be compared)
+    # refusals that pass: the scripts for RETRY_AFTER seconds, then the library again
+    for passing in (
+        OutOfMemoryError("command not allowed when used memory > 'maxmemory'."),
+        ResponseError("NOREPLICAS Not enough good replicas to write."),
+        ResponseError("READONLY You can't write against a read only replica."),
+    ):
+        assert not library.load_failed(passing) and library.enabled
+        assert not library.serves(_call("put_checkpoint"))
+        clock.now += functions.RETRY_AFTER
+        assert library.serves(_call("put_checkpoint"))
     for refusal in (
         ResponseError("Error compiling function: user_function:2: '=' expected"),
         NoPermissionError("this user has no permissions to run the 'function|load' command"),
@@ -261,6 +368,30 @@ def test_which_errors_are_the_librarys() -> None:
         library = FunctionLibrary()
         assert not library.load_failed(refusal) and not library.enabled
     assert not FunctionLibrary(enabled=False).serves(_call("put_checkpoint"))
+
+
+def test_the_library_is_used_once_its_listed_code_is_this_savers() -> None:
+    library = FunctionLibrary()
+    assert not library.ready(_call("get_tuple"))  # (not checked yet)
+    assert not library.listed([]) and library.enabled  # not there: to be loaded
+    resp2 = [[b"library_name", LIBRARY.encode(), b"engine", b"LUA", b"functions", [],
+              b"library_code", SOURCE.encode()]]  # fmt: skip
+    resp3 = [{"library_name": LIBRARY, "engine": "LUA", "library_code": SOURCE}]
+    for listing in (resp2, resp3):
+        library = FunctionLibrary()
+        assert library.listed(listing) and library.ready(_call("get_tuple"))
+    other = [{"library_name": LIBRARY, "engine": "LUA", "library_code": SOURCE + "--\n"}]
+    library = FunctionLibrary()
+    assert not library.listed(other) and not library.enabled
+    # a library refused to be listed is not used unchecked
+    library = FunctionLibrary()
+    library.list_failed(NoPermissionError("no permissions to run the 'function|list' command"))
+    assert not library.enabled
+    library = FunctionLibrary()
+    library.loaded()
+    assert library.ready(_call("put_writes"))
+    assert library.call_failed(ResponseError("Function not found"))
+    assert not library.verified  # whatever is loaded next is checked again
 
 
 def test_calls_of_other_threads_and_prefixes_in_turn_keep_to_their_keys(
@@ -279,7 +410,8 @@ def test_calls_of_other_threads_and_prefixes_in_turn_keep_to_their_keys(
             )
             saver.put_writes(config, [("messages", f"w{step}")], f"task-{step}")
             configs[(saver.prefix, thread)] = config
-        assert sent.take()["fcall"] == 8 + 1  # (the first finds no library)
+        ran = sent.take()  # (each saver checks the library first; the first loads it)
+        assert [ran["function|list"], ran["function|load"], ran["fcall"]] == [2, 1, 8]
         for (prefix, thread), config in configs.items():
             saver = a if prefix == prefix_a else b
             got = saver.get_tuple(cfg(thread))
@@ -293,3 +425,31 @@ def test_calls_of_other_threads_and_prefixes_in_turn_keep_to_their_keys(
         b_keys = sorted(k.decode().split(":")[1] for k in server.scan_iter(f"{prefix_b}:*"))
         assert b_keys.count("cp") == 1 and b_keys.count("blob") == 1
         assert a.check_invariants() == [] and b.check_invariants() == []
+
+
+def test_doctor_reports_the_library_and_those_of_other_versions(server: redis.Redis) -> None:
+    from langgraph.checkpoint.rediskv.cli.inspect import _functions_check
+
+    def detail() -> tuple[str, str]:
+        check = _functions_check(server)
+        return check["status"], check["detail"]
+
+    assert detail() == ("info", f"{LIBRARY} not loaded yet (loaded on first use)")
+    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    with RedisSaver(url, prefix=new_prefix()) as saver:
+        put_one(saver, "t", 1)
+    assert detail() == ("ok", f"{LIBRARY} loaded")
+    old = "rediskv_0123456789abcdef"
+    server.function_load(f"#!lua name={old}\nredis.register_function('{old}_f', function() end)")
+    assert detail() == (
+        "ok",
+        f"{LIBRARY} loaded; 1 of other versions ({old}): FUNCTION DELETE those no saver runs "
+        "any more",
+    )
+    server.function_delete(old)
+    server.function_load(SOURCE.replace("-- Shared by every script", "-- changed"), replace=True)
+    assert detail() == (
+        "warn",
+        f"{LIBRARY} holds other code than this version's: savers run scripts instead "
+        f"(FUNCTION DELETE {LIBRARY} lets them load their own)",
+    )

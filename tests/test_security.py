@@ -33,11 +33,12 @@ from .test_reference_compression import Chat
 from .test_ttl import build_chat, expected_messages, turn
 
 # Everything the saver sends: the scripts (EVALSHA; SCRIPT LOAD after a NOSCRIPT; SCRIPT EXISTS
-# before a pipeline of scripts), the function library (FCALL; FUNCTION LOAD when it is gone),
+# before a pipeline of scripts), the function library (FCALL; FUNCTION LIST to check it, and
+# FUNCTION LOAD when it is gone),
 # SCAN for operations across threads, and the data commands the scripts run. The README
 # lists these.
 SAVER_COMMANDS = [
-    "evalsha", "script|load", "script|exists", "fcall", "function|load", "scan",
+    "evalsha", "script|load", "script|exists", "fcall", "function|load", "function|list", "scan",
     "get", "getrange", "mget", "set", "del", "unlink", "exists", "expire", "persist", "pttl",
     "hset", "hsetnx", "hget", "hmget", "hgetall", "hvals",
     "sadd", "srem", "smembers", "sismember", "scard", "srandmember",

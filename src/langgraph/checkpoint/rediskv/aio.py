@@ -305,8 +305,12 @@ class AsyncRedisSaver(RedisSaverBase):
         """One script call on a standalone server: an FCALL of the saver's library (loaded
         first if the server lost it), else an EVALSHA (see functions.py)."""
         library = self._library
-        for attempt in range(2):  # the second once the library is loaded
-            if not library.serves(call) or (attempt and not await self._load_library()):
+        for attempt in range(2):
+            if attempt and library.serves(call):  # the function was not there: load it
+                await self._load_library()
+            if library.serves(call) and not library.verified:
+                await self._verify_library()
+            if not library.ready(call):
                 break
             try:
                 return await self._client.execute_command("FCALL", *library.fcall_args(call))
@@ -315,11 +319,27 @@ class AsyncRedisSaver(RedisSaverBase):
                     raise
         return await self._scripts[call.name](keys=call.keys, args=call.args)
 
+    async def _verify_library(self) -> None:
+        """Before the library's first use: it holds this saver's code, or it is loaded."""
+        library = self._library
+        try:
+            if library.listed(await self._list_library()) or not library.enabled:
+                return
+            # not there: load it (a saver racing to load it too: compare what is there)
+            if await self._load_library() and not library.verified:
+                library.listed(await self._list_library())
+        except ResponseError as exc:
+            library.list_failed(exc)
+
+    async def _list_library(self) -> Any:
+        return await self._client.function_list(library=self._library.name, withcode=True)
+
     async def _load_library(self) -> bool:
         try:
             await self._client.function_load(self._library.source)
         except ResponseError as exc:
             return self._library.load_failed(exc)
+        self._library.loaded()
         return True
 
     async def _bulk_limit(self) -> int:

@@ -81,7 +81,7 @@ class AutoPipeline:
                 results: list[Any] = [await self._script(call)]
             else:
                 pipe = self._client.pipeline(transaction=False)
-                as_functions = [self._library.serves(call) for call, _ in batch]
+                as_functions = [self._library.ready(call) for call, _ in batch]
                 for (call, _), as_function in zip(batch, as_functions, strict=True):
                     if as_function:
                         pipe.execute_command("FCALL", *self._library.fcall_args(call))
@@ -97,8 +97,12 @@ class AutoPipeline:
                         and self._library.call_failed(result)
                     ):
                         # not loaded yet, or flushed (or functions not allowed): sent alone,
-                        # it loads what it needs
-                        results[i] = await self._script(call)
+                        # it loads what it needs. Its error is its own: the other calls of
+                        # the batch have their replies (and may have written).
+                        try:
+                            results[i] = await self._script(call)
+                        except Exception as exc:
+                            results[i] = exc
         except BaseException as exc:  # the whole send failed: every caller learns why
             for _, future in batch:
                 if not future.done():

@@ -233,8 +233,12 @@ class RedisSaver(RedisSaverBase):
         """One script call on a standalone server: an FCALL of the saver's library (loaded
         first if the server lost it), else an EVALSHA (see functions.py)."""
         library = self._library
-        for attempt in range(2):  # the second once the library is loaded
-            if not library.serves(call) or (attempt and not self._load_library()):
+        for attempt in range(2):
+            if attempt and library.serves(call):  # the function was not there: load it
+                self._load_library()
+            if library.serves(call) and not library.verified:
+                self._verify_library()
+            if not library.ready(call):
                 break
             try:
                 return self._client.execute_command("FCALL", *library.fcall_args(call))  # type: ignore[no-untyped-call]
@@ -243,11 +247,27 @@ class RedisSaver(RedisSaverBase):
                     raise
         return self._scripts[call.name](keys=call.keys, args=call.args)
 
+    def _verify_library(self) -> None:
+        """Before the library's first use: it holds this saver's code, or it is loaded."""
+        library = self._library
+        try:
+            if library.listed(self._list_library()) or not library.enabled:
+                return
+            # not there: load it (a saver racing to load it too: compare what is there)
+            if self._load_library() and not library.verified:
+                library.listed(self._list_library())
+        except ResponseError as exc:
+            library.list_failed(exc)
+
+    def _list_library(self) -> Any:
+        return self._client.function_list(library=self._library.name, withcode=True)
+
     def _load_library(self) -> bool:
         try:
             self._client.function_load(self._library.source)
         except ResponseError as exc:
             return self._library.load_failed(exc)
+        self._library.loaded()
         return True
 
     def _batch_on_cluster(self, calls: Sequence[ScriptCall]) -> list[Any]:

@@ -12,8 +12,9 @@ from typing import Any
 import redis
 
 from ..check import Problem
+from ..functions import listed_libraries
 from ..keys import KeySchema
-from ..scripts import script_sources
+from ..scripts import function_library, script_sources
 from .common import CliError, index_states, open_saver, refused
 from .output import emit_json, escape, human_bytes, make_console, print_fields
 from .store import SCAN_COUNT, memory_usage
@@ -217,6 +218,35 @@ def _scripts_check(client: redis.Redis) -> Check:
     return _check("scripts", "info", f"{count}{not_yet} (loaded on first use)")
 
 
+def _functions_check(client: redis.Redis) -> Check:
+    """The function library that savers of this version call (functions.py), and those of
+    other versions, which stay on the server until deleted."""
+    name, source, _ = function_library()
+    try:
+        libraries = listed_libraries(client.function_list(library="rediskv_*", withcode=True))
+    except redis.exceptions.ResponseError as exc:
+        if str(exc).lower().startswith("unknown"):
+            return _check("functions", "info", "the server has no functions: savers run scripts")
+        return _check("functions", "unknown", refused("FUNCTION LIST", exc))
+    others = sorted(set(libraries) - {name})
+    old = (
+        f"; {len(others)} of other versions ({', '.join(others)}): FUNCTION DELETE those no "
+        "saver runs any more"
+        if others
+        else ""
+    )
+    if name not in libraries:
+        return _check("functions", "info", f"{name} not loaded yet (loaded on first use){old}")
+    if libraries[name] != source:
+        return _check(
+            "functions",
+            "warn",
+            f"{name} holds other code than this version's: savers run scripts instead "
+            f"(FUNCTION DELETE {name} lets them load their own){old}",
+        )
+    return _check("functions", "ok", f"{name} loaded{old}")
+
+
 def _metadata_indexes_check(client: redis.Redis, schema: KeySchema) -> Check:
     """The registry P:mk: a key still "building" has an index that misses older checkpoints,
     so filters on it scan every thread until a reindex completes it."""
@@ -249,6 +279,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             _from_info(client, "memory", "maxmemory-policy", _memory),
             _persistence_check(client),
             _scripts_check(client),  # before the invariant check, which loads check_thread
+            _functions_check(client),
             _metadata_indexes_check(client, KeySchema(saver.prefix)),
         ]
         prefix = saver.prefix
