@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -63,6 +64,10 @@ def sent(server: redis.Redis) -> Sent:
     return Sent(server)
 
 
+def url_of(server: redis.Redis) -> str:
+    return f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+
+
 def put_one(saver: RedisSaver, thread: str, step: int, parent: str | None = None) -> Any:
     version = f"{step:032}.0.1"
     checkpoint = make_checkpoint({"messages": f"turn {step} " * 200}, {"messages": version})
@@ -106,7 +111,7 @@ def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.R
 
 
 def test_a_chat_turn_goes_out_as_fcalls(server: redis.Redis, sent: Sent) -> None:
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     with RedisSaver(url, prefix=new_prefix()) as saver:
         put_one(saver, "warm", 1)  # (a saver's first put registers its indexed keys first)
         server.function_flush()
@@ -129,7 +134,7 @@ def test_a_chat_turn_goes_out_as_fcalls(server: redis.Redis, sent: Sent) -> None
 async def test_concurrent_async_calls_go_out_as_fcalls_in_one_pipeline(
     server: redis.Redis, sent: Sent
 ) -> None:
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     server.function_load(SOURCE)
     async with AsyncRedisSaver.from_conn_string(url, prefix=new_prefix()) as saver:
         await saver.aput(cfg("warm"), make_checkpoint({}, {}), {"step": 0}, {})
@@ -155,7 +160,7 @@ async def test_concurrent_async_calls_go_out_as_fcalls_in_one_pipeline(
 
 
 def test_a_lost_library_is_loaded_again(server: redis.Redis, sent: Sent) -> None:
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     with RedisSaver(url, prefix=new_prefix()) as saver:
         first = put_one(saver, "t", 1)
         server.function_flush()
@@ -167,7 +172,7 @@ def test_a_lost_library_is_loaded_again(server: redis.Redis, sent: Sent) -> None
 
 
 def test_functions_off_send_scripts(server: redis.Redis, sent: Sent) -> None:
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     with RedisSaver(url, prefix=new_prefix(), functions=False) as saver:
         put_one(saver, "warm", 1)
         saver.get_tuple(cfg("warm"))
@@ -217,15 +222,30 @@ class Clock:
         return self.now
 
 
+@contextmanager
+def configured(server: redis.Redis, name: str, value: str, after: str) -> Iterator[None]:
+    """The server with one setting changed, set to ``after`` again at the end."""
+    server.config_set(name, value)
+    try:
+        yield
+    finally:
+        server.config_set(name, after)
+
+
+def refused_with_library_gone(server: redis.Redis, sent: Sent) -> tuple[RedisSaver, Clock, Any]:
+    """A saver on a clock of the test's that has put a checkpoint, and then lost its library."""
+    saver = RedisSaver(url_of(server), prefix=new_prefix())
+    saver._library._clock = clock = Clock()
+    first = put_one(saver, "t", 1)
+    server.function_flush()
+    sent.take()
+    return saver, clock, first
+
+
 def test_a_full_server_reads_without_loading_the_library(server: redis.Redis, sent: Sent) -> None:
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
-    with RedisSaver(url, prefix=new_prefix()) as saver:
-        saver._library._clock = clock = Clock()
-        first = put_one(saver, "t", 1)
-        server.function_flush()
-        server.config_set("maxmemory", "1")  # over it at once (noeviction)
-        try:
-            sent.take()
+    saver, clock, first = refused_with_library_gone(server, sent)
+    with saver:
+        with configured(server, "maxmemory", "1", after="0"):  # full at once (noeviction)
             got = saver.get_tuple(first)  # a read runs on a full server, as a script
             assert got is not None and got.config == first
             assert sent.take() == {"fcall": 1, "function|load": 1, "evalsha": 2, "script|load": 1}
@@ -235,8 +255,6 @@ def test_a_full_server_reads_without_loading_the_library(server: redis.Redis, se
             with pytest.raises(ServerFullError, match="nothing was written"):
                 put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
             assert sent.take() == {"evalsha": 3, "script|load": 1}
-        finally:
-            server.config_set("maxmemory", "0")
         second = put_one(saver, "t", 2, first["configurable"]["checkpoint_id"])
         assert sent.take() == {"evalsha": 1}
         clock.now += functions.RETRY_AFTER  # then the library is tried again
@@ -247,20 +265,14 @@ def test_a_full_server_reads_without_loading_the_library(server: redis.Redis, se
 
 
 def test_a_refusal_that_passes_keeps_functions_on(server: redis.Redis, sent: Sent) -> None:
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
-    with RedisSaver(url, prefix=new_prefix()) as saver:
-        saver._library._clock = clock = Clock()
-        first = put_one(saver, "t", 1)
-        server.function_flush()
-        server.config_set("min-replicas-to-write", "1")  # writes refused: NOREPLICAS
-        try:
-            sent.take()
+    saver, clock, first = refused_with_library_gone(server, sent)
+    with saver:
+        # writes refused (NOREPLICAS): FUNCTION LOAD, and the scripts, as they may write
+        with configured(server, "min-replicas-to-write", "1", after="0"):
             with pytest.raises(ResponseError, match="NOREPLICAS"):
-                saver.get_tuple(first)  # refused as a script too (it may write)
+                saver.get_tuple(first)
             ran = sent.take()
             assert ran["fcall"] == 1 and ran["function|load"] == 1 and ran["evalsha"] >= 1
-        finally:
-            server.config_set("min-replicas-to-write", "0")
         assert saver._library.enabled
         clock.now += functions.RETRY_AFTER
         assert saver.get_tuple(first) is not None
@@ -282,7 +294,7 @@ def test_a_library_of_that_name_with_other_code_is_not_used(
         ]
     )
     server.function_load(planted)
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     with caplog.at_level("WARNING"), RedisSaver(url, prefix=prefix) as saver:
         first = put_one(saver, "t", 1)
         got = saver.get_tuple(first)
@@ -299,7 +311,7 @@ def test_a_library_of_that_name_with_other_code_is_not_used(
 async def test_a_batch_call_that_fails_alone_fails_alone(server: redis.Redis) -> None:
     # calls batched by the auto-pipeline that must go again alone (their function or script
     # gone): one that fails (a put on a full server) does not fail the reads beside it
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     async with AsyncRedisSaver.from_conn_string(url, prefix=new_prefix()) as saver:
         config = await saver.aput(
             cfg("t"), make_checkpoint({"messages": "m"}, {"messages": "1"}), {"step": 1},
@@ -399,7 +411,7 @@ def test_calls_of_other_threads_and_prefixes_in_turn_keep_to_their_keys(
 ) -> None:
     # the library keeps the last thread's keyspace between calls (keyschema.lua): a call of
     # another thread, or of the same thread under another prefix, must not use it
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     prefix_a, prefix_b = new_prefix(), new_prefix()
     with RedisSaver(url, prefix=prefix_a) as a, RedisSaver(url, prefix=prefix_b) as b:
         configs = {}
@@ -435,7 +447,7 @@ def test_doctor_reports_the_library_and_those_of_other_versions(server: redis.Re
         return check["status"], check["detail"]
 
     assert detail() == ("info", f"{LIBRARY} not loaded yet (loaded on first use)")
-    url = f"redis://127.0.0.1:{server.connection_pool.connection_kwargs['port']}/0"
+    url = url_of(server)
     with RedisSaver(url, prefix=new_prefix()) as saver:
         put_one(saver, "t", 1)
     assert detail() == ("ok", f"{LIBRARY} loaded")
