@@ -95,6 +95,7 @@ def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.R
         NAMES["put_checkpoint"]: [],
         NAMES["put_writes"]: [],
         NAMES["get_tuple"]: ["allow-oom"],
+        NAMES["list_checkpoints"]: ["allow-oom"],
     }
     # the bodies are the scripts' own, their includes made once at the top
     for op in FUNCTION_OPS:
@@ -126,9 +127,11 @@ def test_a_chat_turn_goes_out_as_fcalls(server: redis.Redis, sent: Sent) -> None
         assert got is not None and got.config == second
         assert got.pending_writes == [("task-1", "messages", "w")]
         assert got.checkpoint["channel_values"]["messages"] == "turn 2 " * 200
-        # other operations are scripts
+        # a page of the thread's history too; other operations are scripts
         assert [t.config for t in saver.list(cfg("t"))] == [second, first]
-        assert "fcall" not in sent.take()
+        assert sent.take() == {"fcall": 1}
+        saver.prune(["t"], strategy="keep_latest")
+        assert "fcall" not in sent.take() and len(list(saver.list(cfg("t")))) == 1
 
 
 async def test_concurrent_async_calls_go_out_as_fcalls_in_one_pipeline(

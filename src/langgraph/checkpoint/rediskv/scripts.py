@@ -68,10 +68,11 @@ def script_sources() -> dict[str, str]:
     }
 
 
-# The operations a chat turn makes, loaded as a Redis Function library as well (FUNCTION LOAD,
-# then FCALL): an EVALSHA runs the whole script anew, making a closure for every helper its
-# includes define (some 60 for a put); a library's helpers are made once, at load.
-FUNCTION_OPS = ("put_checkpoint", "put_writes", "get_tuple")
+# The operations a chat turn makes, and a page of a thread's history, loaded as a Redis
+# Function library as well (FUNCTION LOAD, then FCALL): an EVALSHA runs the whole script anew,
+# making a closure for every helper its includes define (some 60 for a put); a library's
+# helpers are made once, at load.
+FUNCTION_OPS = ("put_checkpoint", "put_writes", "get_tuple", "list_checkpoints")
 
 _SHEBANG = re.compile(r"\A#!lua(?: flags=([\w,-]*))?\n")
 

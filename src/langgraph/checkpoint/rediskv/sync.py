@@ -101,11 +101,11 @@ class RedisSaver(RedisSaverBase):
             the newest of each subgraph namespace too (they are not trimmed by the parent's
             puts). Checkpoints that a kept one rebuilds a DeltaChannel from are kept too (and
             hidden from get and list). ``None`` (the default) keeps the whole history.
-        functions: on a standalone server, run put, put_writes and get_tuple as functions of
-            a Lua library (FUNCTION LOAD once, then FCALL) built from the same scripts: the
-            server makes the scripts' helpers once instead of on every call (about 20% fewer
-            server instructions per chat turn). Falls back to scripts where the server or the
-            ACL allows no functions; ``False`` always uses scripts (EVALSHA).
+        functions: on a standalone server, run put, put_writes, get_tuple and list (of one
+            thread) as functions of a Lua library (FUNCTION LOAD once, then FCALL) built from
+            the same scripts: the server makes the scripts' helpers once instead of on every
+            call (about 20% fewer server instructions per chat turn). Falls back to scripts
+            where the server or the ACL allows no functions; ``False`` always uses scripts.
         **redis_kwargs: any other redis-py connection option for the saver's own pool, e.g.
             ``ssl_ca_certs=...`` for rediss:// with a private CA, or ``username=...``.
 
