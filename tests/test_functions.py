@@ -348,10 +348,12 @@ def test_which_errors_are_the_librarys() -> None:
     assert library.fcall_args(_call("get_tuple")) == (NAMES["get_tuple"], 1, "k", "a", 1)
     # gone: load it again, functions stay on
     assert library.call_failed(ResponseError("Function not found")) and library.enabled
-    # the operation's own errors, a command denied inside the function among them
+    # the operation's own errors, a command denied or unknown inside the function among them
     for own in (
         ResponseError("ERR user_function:12: corrupt checkpoint record"),
         NoPermissionError("this user has no permissions to run the 'time' command"),
+        ResponseError("Unknown command called from script script: x, on @user_function:3."),
+        ResponseError("Unknown Redis command called from script script: x, on @user_function"),
         OutOfMemoryError("command not allowed when used memory > 'maxmemory'."),
     ):
         assert not library.call_failed(own) and library.enabled
@@ -468,3 +470,88 @@ def test_doctor_reports_the_library_and_those_of_other_versions(server: redis.Re
         f"{LIBRARY} holds other code than this version's: savers run scripts instead "
         f"(FUNCTION DELETE {LIBRARY} lets them load their own)",
     )
+
+
+def test_a_connection_that_drops_function_commands_turns_them_off(
+    server: redis.Redis, sent: Sent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a proxy that closes the connection on commands it does not know (FUNCTION, FCALL)
+    with RedisSaver(url_of(server), prefix=new_prefix()) as saver:
+        saver._library._clock = clock = Clock()
+        original = saver._client.execute_command
+
+        def dropping(*args: Any, **options: Any) -> Any:
+            if str(args[0]).upper().startswith(("FCALL", "FUNCTION")):
+                raise redis.exceptions.ConnectionError("Connection closed by server.")
+            return original(*args, **options)
+
+        monkeypatch.setattr(saver._client, "execute_command", dropping)
+        first = put_one(saver, "t", 1)  # each call goes through, as a script
+        for step in range(2, 1 + functions.DROPS_TO_TURN_OFF):  # (the first put's was one)
+            assert saver._library.enabled
+            clock.now += functions.RETRY_AFTER  # (tried again after a pause)
+            put_one(saver, "t", step, first["configurable"]["checkpoint_id"])
+        assert not saver._library.enabled
+        got = saver.get_tuple(cfg("t"))
+        assert got is not None and got.metadata["step"] == functions.DROPS_TO_TURN_OFF
+        assert "fcall" not in sent.take()
+
+
+def test_a_server_that_is_down_fails_the_call(private_server: PrivateServer) -> None:
+    saver = RedisSaver(private_server.url, prefix=new_prefix(), retries=0, connect_timeout=0.5)
+    with saver:
+        put_one(saver, "t", 1)
+        private_server.stop()
+        with pytest.raises(redis.exceptions.ConnectionError):
+            saver.get_tuple(cfg("t"))
+        assert saver._library.enabled  # (one failure is no reason to stop using them)
+
+
+def test_concurrent_first_calls_check_and_load_the_library_once(
+    server: redis.Redis, sent: Sent
+) -> None:
+    import concurrent.futures
+
+    with RedisSaver(url_of(server), prefix=new_prefix(), max_connections=32) as saver:
+        put_one(saver, "warm", 1)  # (registers the indexed keys)
+        server.function_flush()
+        saver._library.verified = False  # as a new saver finds it
+        sent.take()
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            configs = list(pool.map(lambda i: put_one(saver, f"t{i}", 1), range(32)))
+        ran = sent.take()
+        assert (ran["function|list"], ran["function|load"], ran["fcall"]) == (1, 1, 32)
+        assert [saver.get_tuple(c).config for c in configs] == configs
+
+
+async def test_concurrent_first_async_calls_check_and_load_the_library_once(
+    server: redis.Redis, sent: Sent
+) -> None:
+    async with AsyncRedisSaver.from_conn_string(
+        url_of(server), prefix=new_prefix(), auto_pipeline=False
+    ) as saver:
+        gets = [saver.aget_tuple(cfg(f"t{i}")) for i in range(32)]
+        assert await asyncio.gather(*gets) == [None] * 32
+        ran = sent.take()
+        assert (ran["function|list"], ran["function|load"], ran["fcall"]) == (1, 1, 32)
+
+
+def test_a_library_holding_the_savers_function_names_is_not_replaced(
+    server: redis.Redis, sent: Sent, caplog: pytest.LogCaptureFixture
+) -> None:
+    prefix = new_prefix()
+    server.function_load(
+        "#!lua name=other\n"
+        + "".join(
+            f"redis.register_function('{name}', function() return 1 end)\n"
+            for name in NAMES.values()
+        )
+    )
+    sent.take()
+    with caplog.at_level("WARNING"), RedisSaver(url_of(server), prefix=prefix) as saver:
+        first = put_one(saver, "t", 1)
+        assert saver.get_tuple(first).config == first
+        assert not saver._library.enabled
+    ran = sent.take()  # tried once, then never again
+    assert (ran["function|list"], ran["function|load"], ran.get("fcall", 0)) == (1, 1, 0)
+    assert "holds this saver's function names" in caplog.text

@@ -136,6 +136,7 @@ class AsyncRedisSaver(RedisSaverBase):
             name: client.register_script(source) for name, source in script_sources().items()
         }
         # a chat turn's operations as FCALLs of a library, on a standalone server
+        self._library_lock = asyncio.Lock()
         self._library = FunctionLibrary(functions and not isinstance(client, AsyncRedisCluster))
         self._loop: asyncio.AbstractEventLoop | None = None
         # redis-py's async cluster client fails with MaxConnectionsError past max_connections
@@ -302,34 +303,54 @@ class AsyncRedisSaver(RedisSaverBase):
         raise AssertionError("unreachable")
 
     async def _script(self, call: ScriptCall) -> Any:
-        """One script call on a standalone server: an FCALL of the saver's library (loaded
-        first if the server lost it), else an EVALSHA (see functions.py)."""
+        """One script call on a standalone server: an FCALL of the saver's library (checked,
+        or loaded, before its first use), else an EVALSHA (see functions.py)."""
         library = self._library
-        for attempt in range(2):
-            if attempt and library.serves(call):  # the function was not there: load it
-                await self._load_library()
+        dropped = False
+        for lost in (False, True):  # (the second time, the function was not there)
             if library.serves(call) and not library.verified:
-                await self._verify_library()
+                async with self._library_lock:  # (one caller checks or loads it at a time)
+                    dropped = not await self._prepare_library(call, lost)
             if not library.ready(call):
                 break
             try:
-                return await self._client.execute_command("FCALL", *library.fcall_args(call))
+                reply = await self._client.execute_command("FCALL", *library.fcall_args(call))
             except ResponseError as exc:
                 if not library.call_failed(exc):
                     raise
-        return await self._scripts[call.name](keys=call.keys, args=call.args)
+            except UNAVAILABLE:
+                library.connection_failed()  # (the call goes as a script: idempotent)
+                dropped = True
+                break
+            else:
+                library.worked()
+                return reply
+        reply = await self._scripts[call.name](keys=call.keys, args=call.args)
+        if dropped:
+            library.script_worked()
+        return reply
 
-    async def _verify_library(self) -> None:
-        """Before the library's first use: it holds this saver's code, or it is loaded."""
+    async def _prepare_library(self, call: ScriptCall, lost: bool) -> bool:
+        """Check the server's library before its first use, or load it (``lost``: a call
+        found its function gone); False when a FUNCTION command lost its connection."""
         library = self._library
         try:
-            if library.listed(await self._list_library()) or not library.enabled:
-                return
-            # not there: load it (a saver racing to load it too: compare what is there)
-            if await self._load_library() and not library.verified:
-                library.listed(await self._list_library())
-        except ResponseError as exc:
-            library.list_failed(exc)
+            if lost and library.serves(call) and not library.verified:
+                await self._load_library()
+            if not library.serves(call) or library.verified:
+                return True
+            try:
+                if library.listed(await self._list_library()) or not library.enabled:
+                    return True
+                # not there: load it (a saver racing to load it too: compare what is there)
+                if await self._load_library() and not library.verified:
+                    library.listed(await self._list_library())
+            except ResponseError as exc:
+                library.list_failed(exc)
+        except UNAVAILABLE:
+            library.connection_failed()
+            return False
+        return True
 
     async def _list_library(self) -> Any:
         return await self._client.function_list(library=self._library.name, withcode=True)

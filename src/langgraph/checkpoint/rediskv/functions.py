@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 # Seconds for which calls go to the scripts after a refusal that passes.
 RETRY_AFTER = 30.0
+# Function commands in a row that lose their connection while scripts go through, before
+# functions are turned off (a proxy that drops what it does not know).
+DROPS_TO_TURN_OFF = 3
 
 
 def _permanent(exc: ResponseError) -> bool:
@@ -86,6 +89,7 @@ class FunctionLibrary:
         self.verified = False
         self._clock = clock or time.monotonic
         self._paused_until = 0.0
+        self._drops = 0  # function commands in a row that lost their connection
 
     def serves(self, call: ScriptCall) -> bool:
         """Whether ``call`` is to go out as an FCALL (once the library is verified)."""
@@ -107,25 +111,63 @@ class FunctionLibrary:
         if message.startswith("Function not found"):
             self.verified = False  # (whatever is loaded next is checked again)
             return True
-        # (a command the ACL denies inside the function is the operation's error: the
+        # (a command denied or unknown inside the function is the operation's error: the
         # server's message then names that command, not fcall)
-        denied = isinstance(exc, NoPermissionError) and "'fcall'" in message
-        if denied or message.lower().startswith("unknown command"):
+        about_fcall = "'fcall'" in message.lower() and "script" not in message.lower()
+        if about_fcall and (
+            isinstance(exc, NoPermissionError) or message.lower().startswith("unknown command")
+        ):
             self._turn_off(exc)
             return True
         return False
 
+    def worked(self) -> None:
+        """An FCALL went through."""
+        self._drops = 0
+
+    def connection_failed(self) -> None:
+        """FCALL, FUNCTION LIST or FUNCTION LOAD lost its connection: the call goes as a
+        script. A proxy may drop the connection on commands it does not know; a server that
+        is down fails the script too."""
+        self._drops += 1
+        self._paused_until = self._clock() + RETRY_AFTER
+
+    def script_worked(self) -> None:
+        """A script went through where a function command lost its connection: after
+        DROPS_TO_TURN_OFF of those in a row, something between saver and server drops
+        functions, and they are turned off."""
+        if self._drops >= DROPS_TO_TURN_OFF:
+            self.enabled = False
+            logger.warning(
+                "the connection to Redis dropped FCALL or FUNCTION commands %d times while "
+                "scripts went through (a proxy?): this saver runs its scripts",
+                self._drops,
+            )
+
     def loaded(self) -> None:
         """FUNCTION LOAD took the library: the server holds this saver's code."""
         self.verified = True
+        self._drops = 0
 
     def load_failed(self, exc: ResponseError) -> bool:
         """After ``FUNCTION LOAD`` failed with ``exc``: whether a library of that name is
         there anyway (loaded first by another saver; its code is still to be compared). A
         refusal that passes sends calls to the scripts for a while; any other turns
         functions off for the saver."""
-        if str(exc).startswith("Library ") and "already exists" in str(exc):
+        message = str(exc)
+        if message.startswith("Library ") and "already exists" in message:
             return True
+        if message.startswith("Function ") and "already exists" in message:
+            # another library holds a function of this saver's names: not ours to replace
+            self.enabled = False
+            logger.warning(
+                "a Redis function library other than %s holds this saver's function names "
+                "(%s): the saver runs its scripts; delete that library and restart the "
+                "saver's process to let it load its own",
+                self.name,
+                exc,
+            )
+            return False
         self._refused(exc)
         return False
 
@@ -141,12 +183,13 @@ class FunctionLibrary:
             logger.warning(
                 "the Redis function library %s on the server is not this saver's code: "
                 "the saver runs its scripts instead (delete the library, FUNCTION DELETE %s, "
-                "to let it load its own)",
+                "and restart the saver's process to let it load its own)",
                 self.name,
                 self.name,
             )
             return False
         self.verified = True
+        self._drops = 0
         return True
 
     def list_failed(self, exc: ResponseError) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import itertools
+import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -164,6 +165,7 @@ class RedisSaver(RedisSaverBase):
             name: client.register_script(source) for name, source in script_sources().items()
         }
         # a chat turn's operations as FCALLs of a library, on a standalone server
+        self._library_lock = threading.Lock()
         self._library = FunctionLibrary(functions and not isinstance(client, RedisCluster))
 
     @classmethod
@@ -230,34 +232,54 @@ class RedisSaver(RedisSaverBase):
             raise explained from exc
 
     def _script(self, call: ScriptCall) -> Any:
-        """One script call on a standalone server: an FCALL of the saver's library (loaded
-        first if the server lost it), else an EVALSHA (see functions.py)."""
+        """One script call on a standalone server: an FCALL of the saver's library (checked,
+        or loaded, before its first use), else an EVALSHA (see functions.py)."""
         library = self._library
-        for attempt in range(2):
-            if attempt and library.serves(call):  # the function was not there: load it
-                self._load_library()
+        dropped = False
+        for lost in (False, True):  # (the second time, the function was not there)
             if library.serves(call) and not library.verified:
-                self._verify_library()
+                with self._library_lock:  # (one caller checks or loads it at a time)
+                    dropped = not self._prepare_library(call, lost)
             if not library.ready(call):
                 break
             try:
-                return self._client.execute_command("FCALL", *library.fcall_args(call))  # type: ignore[no-untyped-call]
+                reply = self._client.execute_command("FCALL", *library.fcall_args(call))  # type: ignore[no-untyped-call]
             except ResponseError as exc:
                 if not library.call_failed(exc):
                     raise
-        return self._scripts[call.name](keys=call.keys, args=call.args)
+            except UNAVAILABLE:
+                library.connection_failed()  # (the call goes as a script: idempotent)
+                dropped = True
+                break
+            else:
+                library.worked()
+                return reply
+        reply = self._scripts[call.name](keys=call.keys, args=call.args)
+        if dropped:
+            library.script_worked()
+        return reply
 
-    def _verify_library(self) -> None:
-        """Before the library's first use: it holds this saver's code, or it is loaded."""
+    def _prepare_library(self, call: ScriptCall, lost: bool) -> bool:
+        """Check the server's library before its first use, or load it (``lost``: a call
+        found its function gone); False when a FUNCTION command lost its connection."""
         library = self._library
         try:
-            if library.listed(self._list_library()) or not library.enabled:
-                return
-            # not there: load it (a saver racing to load it too: compare what is there)
-            if self._load_library() and not library.verified:
-                library.listed(self._list_library())
-        except ResponseError as exc:
-            library.list_failed(exc)
+            if lost and library.serves(call) and not library.verified:
+                self._load_library()
+            if not library.serves(call) or library.verified:
+                return True
+            try:
+                if library.listed(self._list_library()) or not library.enabled:
+                    return True
+                # not there: load it (a saver racing to load it too: compare what is there)
+                if self._load_library() and not library.verified:
+                    library.listed(self._list_library())
+            except ResponseError as exc:
+                library.list_failed(exc)
+        except UNAVAILABLE:
+            library.connection_failed()
+            return False
+        return True
 
     def _list_library(self) -> Any:
         return self._client.function_list(library=self._library.name, withcode=True)
