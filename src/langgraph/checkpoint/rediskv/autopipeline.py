@@ -47,11 +47,11 @@ class AutoPipeline:
         if largest_arg(call) > MIN_BULK_LIMIT:
             # a very large value goes alone: should the server refuse it, it drops the
             # connection, which must not fail the calls of other graphs
-            return await self._script(call)
+            return await self._run_alone(call)
         if self._in_flight < MAX_IN_FLIGHT:  # a quiet line: straight out
             self._in_flight += 1
             try:
-                return await self._script(call)
+                return await self._run_alone(call)
             finally:
                 self._in_flight -= 1
                 self._send_queued()
@@ -78,7 +78,7 @@ class AutoPipeline:
         try:
             if len(batch) == 1:
                 call = batch[0][0]
-                results: list[Any] = [await self._script(call)]
+                results: list[Any] = [await self._run_alone(call)]
             else:
                 pipe = self._client.pipeline(transaction=False)
                 as_functions = [self._library.ready(call) for call, _ in batch]
@@ -100,7 +100,7 @@ class AutoPipeline:
                         # it loads what it needs. Its error is its own: the other calls of
                         # the batch have their replies (and may have written).
                         try:
-                            results[i] = await self._script(call)
+                            results[i] = await self._run_alone(call)
                         except Exception as exc:
                             results[i] = exc
         except BaseException as exc:  # the whole send failed: every caller learns why
@@ -117,6 +117,3 @@ class AutoPipeline:
                 future.set_exception(result)
             else:
                 future.set_result(result)
-
-    async def _script(self, call: ScriptCall) -> Any:
-        return await self._run_alone(call)

@@ -36,6 +36,7 @@ from .core import ScriptCall
 from .scripts import function_library
 
 logger = logging.getLogger(__name__)
+_OFF = "Redis functions are off for this saver, it runs its scripts: %s"
 
 # Seconds for which calls go to the scripts after a refusal that passes.
 RETRY_AFTER = 30.0
@@ -117,7 +118,7 @@ class FunctionLibrary:
         if about_fcall and (
             isinstance(exc, NoPermissionError) or message.lower().startswith("unknown command")
         ):
-            self._turn_off(exc)
+            self._turn_off(logging.INFO, _OFF, exc)
             return True
         return False
 
@@ -137,8 +138,8 @@ class FunctionLibrary:
         DROPS_TO_TURN_OFF of those in a row, something between saver and server drops
         functions, and they are turned off."""
         if self._drops >= DROPS_TO_TURN_OFF:
-            self.enabled = False
-            logger.warning(
+            self._turn_off(
+                logging.WARNING,
                 "the connection to Redis dropped FCALL or FUNCTION commands %d times while "
                 "scripts went through (a proxy?): this saver runs its scripts",
                 self._drops,
@@ -159,8 +160,8 @@ class FunctionLibrary:
             return True
         if message.startswith("Function ") and "already exists" in message:
             # another library holds a function of this saver's names: not ours to replace
-            self.enabled = False
-            logger.warning(
+            self._turn_off(
+                logging.WARNING,
                 "a Redis function library other than %s holds this saver's function names "
                 "(%s): the saver runs its scripts; delete that library and restart the "
                 "saver's process to let it load its own",
@@ -179,8 +180,8 @@ class FunctionLibrary:
         if code is None:
             return False
         if code != self.source:
-            self.enabled = False
-            logger.warning(
+            self._turn_off(
+                logging.WARNING,
                 "the Redis function library %s on the server is not this saver's code: "
                 "the saver runs its scripts instead (delete the library, FUNCTION DELETE %s, "
                 "and restart the saver's process to let it load its own)",
@@ -198,10 +199,11 @@ class FunctionLibrary:
 
     def _refused(self, exc: ResponseError) -> None:
         if _permanent(exc):
-            self._turn_off(exc)
+            self._turn_off(logging.INFO, _OFF, exc)
         else:
             self._paused_until = self._clock() + RETRY_AFTER
 
-    def _turn_off(self, exc: ResponseError) -> None:
+    def _turn_off(self, level: int, message: str, *args: Any) -> None:
+        """Functions off for good (for this saver), and why, in the log."""
         self.enabled = False
-        logger.info("Redis functions are off for this saver, it runs its scripts: %s", exc)
+        logger.log(level, message, *args)

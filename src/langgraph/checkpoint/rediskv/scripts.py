@@ -55,13 +55,17 @@ def _lua_dir() -> Path:
     )
 
 
+def _include_source(folder: Path, name: str) -> str:
+    return (folder / "include" / f"{name}.lua").read_text()
+
+
 @functools.cache
 def script_sources() -> dict[str, str]:
     """The source of every script, includes inlined, by operation name."""
     folder = _lua_dir()
 
     def inline(match: re.Match[str]) -> str:
-        return (folder / "include" / f"{match.group(1)}.lua").read_text()
+        return _include_source(folder, match.group(1))
 
     return {
         name: _INCLUDE.sub(inline, (folder / f"{name}.lua").read_text()) for name in SCRIPT_NAMES
@@ -96,7 +100,7 @@ def function_library() -> tuple[str, str, dict[str, str]]:
             if include not in includes:
                 includes.append(include)
         bodies[name] = (_INCLUDE.sub("", body), ", ".join(f"'{flag}'" for flag in flags))
-    parts = [(folder / "include" / f"{include}.lua").read_text() for include in includes]
+    parts = [_include_source(folder, include) for include in includes]
     # the callbacks' parameters are named KEYS and ARGV: the bodies read them as scripts do
     template = (
         "redis.register_function{{function_name = '{fn}', flags = {{ {flags} }},\n"
