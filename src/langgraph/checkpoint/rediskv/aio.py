@@ -68,6 +68,7 @@ from .core import (
 )
 from .delta import get_delta_channel_history
 from .functions import FunctionLibrary
+from .packing import pack_in_c
 from .scripts import script_sources
 from .settings import ttl_seconds
 
@@ -125,6 +126,7 @@ class AsyncRedisSaver(RedisSaverBase):
                 pool = aredis.BlockingConnectionPool.from_url(
                     connect_url, timeout=pool_timeout, retry_on_timeout=retries > 0, **options
                 )
+                pack_in_c(pool)
                 client = aredis.Redis(connection_pool=pool)
         assert client is not None
         self._slot_move_wait = slot_move_wait
