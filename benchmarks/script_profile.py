@@ -73,7 +73,9 @@ async def run_calls(url: str, op_kind: str, turns: int, sources: dict[str, str])
     (get: the latest checkpoint, read as often as there are puts). Returns (calls, EVALSHA
     usec) for the timed calls."""
     aio_module.script_sources = lambda: sources  # type: ignore[attr-defined]
-    saver = AsyncRedisSaver(url, prefix="prof")
+    # as scripts: the profiled sources are the scripts' (a function library would run the
+    # unmarked code, and keeps what it builds between calls: see server_instructions.py)
+    saver = AsyncRedisSaver(url, prefix="prof", functions=False)
     r = redis.Redis.from_url(url)
     try:
         conv = cost.Conversation(f"t-{op_kind}-{id(sources)}", "u", 1_000)

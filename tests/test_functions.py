@@ -17,8 +17,13 @@ from redis.exceptions import NoPermissionError, OutOfMemoryError, ResponseError
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, ServerFullError, functions
 from langgraph.checkpoint.rediskv.core import ScriptCall
-from langgraph.checkpoint.rediskv.functions import FunctionLibrary
-from langgraph.checkpoint.rediskv.scripts import FUNCTION_OPS, _lua_dir, function_library
+from langgraph.checkpoint.rediskv.functions import FunctionLibrary, listed_libraries
+from langgraph.checkpoint.rediskv.scripts import (
+    FUNCTION_OPS,
+    _lua_dir,
+    function_library,
+    script_sources,
+)
 
 from .conftest import PrivateServer, new_prefix
 from .test_contract import cfg, make_checkpoint
@@ -460,8 +465,8 @@ def test_doctor_reports_the_library_and_those_of_other_versions(server: redis.Re
     server.function_load(f"#!lua name={old}\nredis.register_function('{old}_f', function() end)")
     assert detail() == (
         "ok",
-        f"{LIBRARY} loaded; 1 of other versions ({old}): FUNCTION DELETE those no saver runs "
-        "any more",
+        f"{LIBRARY} loaded; 1 of other versions ({old}): `rediskv libraries --delete-old` "
+        "deletes them",
     )
     server.function_delete(old)
     server.function_load(SOURCE.replace("-- Shared by every script", "-- changed"), replace=True)
@@ -555,3 +560,100 @@ def test_a_library_holding_the_savers_function_names_is_not_replaced(
     ran = sent.take()  # tried once, then never again
     assert (ran["function|list"], ran["function|load"], ran.get("fcall", 0)) == (1, 1, 0)
     assert "holds this saver's function names" in caplog.text
+
+
+def test_doctor_counts_the_operations_of_a_loaded_library_as_loaded(server: redis.Redis) -> None:
+    from langgraph.checkpoint.rediskv.cli.inspect import _scripts_check
+
+    names = list(script_sources())
+    with_library = sorted(FUNCTION_OPS, key=names.index)
+    assert _scripts_check(server, None) == {
+        "check": "scripts",
+        "status": "info",
+        "detail": f"0 of {len(names)} loaded (loaded on first use)",
+    }
+    url = url_of(server)
+    with RedisSaver(url, prefix=new_prefix()) as saver:
+        put_one(saver, "t", 1)  # through the library (the saver registers its indexes first)
+        saver.delete_thread("t")  # a script
+    loaded = [
+        name
+        for name in names
+        if name not in FUNCTION_OPS
+        and server.script_exists(hashlib.sha1(script_sources()[name].encode()).hexdigest())[0]
+    ]
+    assert sorted(loaded) == ["delete_thread", "register_metadata_index"]
+    not_yet = [name for name in names if name not in FUNCTION_OPS and name not in loaded]
+    assert _scripts_check(server, LIBRARY) == {
+        "check": "scripts",
+        "status": "info",
+        "detail": f"2 of {len(names)} loaded; {', '.join(with_library)} run as functions of "
+        f"{LIBRARY}; not yet: {', '.join(not_yet)} (loaded on first use)",
+    }
+    # without the library (functions off, or another saver's code), they are scripts again
+    assert _scripts_check(server, None)["detail"] == (
+        f"2 of {len(names)} loaded; not yet: "
+        f"{', '.join(name for name in names if name not in loaded)} (loaded on first use)"
+    )
+    for name in not_yet:
+        server.script_load(script_sources()[name])
+    assert _scripts_check(server, LIBRARY) == {
+        "check": "scripts",
+        "status": "ok",
+        "detail": f"{len(names) - len(with_library)} of {len(names)} loaded; "
+        f"{', '.join(with_library)} run as functions of {LIBRARY}",
+    }
+
+
+def test_libraries_command_lists_and_deletes_those_of_other_versions(
+    server: redis.Redis,
+) -> None:
+    from .test_cli import Cli, strict_json
+
+    url, prefix = url_of(server), new_prefix()
+    cli = Cli(url, prefix)
+    assert strict_json(cli.ok("libraries", "--json")) == {
+        "library": LIBRARY, "state": "not loaded", "others": [], "deleted": [],
+    }  # fmt: skip
+    with RedisSaver(url, prefix=prefix) as saver:
+        put_one(saver, "t", 1)
+        olds = ["rediskv_0000000000000001", "rediskv_0000000000000002"]
+        for old in olds:
+            server.function_load(
+                f"#!lua name={old}\nredis.register_function('{old}_f', function() end)"
+            )
+        server.function_load("#!lua name=mine\nredis.register_function('mine_f', function() end)")
+        assert cli.ok("libraries").splitlines() == [
+            f"{LIBRARY} (this version): loaded",
+            f"{olds[0]}: another version's",
+            f"{olds[1]}: another version's",
+            "(--delete-old deletes the libraries of other versions)",
+        ]
+        assert strict_json(cli.ok("libraries", "--delete-old", "--json")) == {
+            "library": LIBRARY, "state": "loaded", "others": olds, "deleted": olds,
+        }  # fmt: skip
+        # this version's library and the user's own stay, and the saver goes on through it
+        names = sorted(listed_libraries(server.function_list(withcode=True)))
+        assert names == sorted([LIBRARY, "mine"])
+        put_one(saver, "t", 2, parent=None)
+        assert saver.get_tuple(cfg("t")).metadata["step"] == 2  # type: ignore[union-attr]
+    # a library of this version's name but other code: its savers run scripts until deleted
+    server.function_load(SOURCE.replace("-- Shared by every script", "-- changed"), replace=True)
+    assert cli.ok("libraries").splitlines() == [
+        f"{LIBRARY} (this version): other code",
+        f"  savers of this version run scripts until FUNCTION DELETE {LIBRARY}",
+    ]
+    # a user without FUNCTION DELETE: a one-line error that names the command
+    server.function_load(
+        f"#!lua name={olds[0]}\nredis.register_function('{olds[0]}_f', function() end)"
+    )
+    server.acl_setuser("nodelete", enabled=True, passwords=["+pw"], keys=["*"],
+                       commands=["+@all", "-function|delete"])  # fmt: skip
+    limited = Cli(url.replace("redis://", "redis://nodelete:pw@"), prefix)
+    refused = limited.run("libraries", "--delete-old")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr == (
+        f"rediskv: error: FUNCTION DELETE {olds[0]} is not allowed (User nodelete has no "
+        "permissions to run the 'function|delete' command)\n"
+    )
+    assert olds[0] in listed_libraries(server.function_list())

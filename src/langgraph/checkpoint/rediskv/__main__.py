@@ -7,9 +7,9 @@ for a command line argparse refuses, also in one line).
 
 Subcommands: ``demo`` (:mod:`.demo`), and the inspection and maintenance commands
 ``threads``, ``history``, ``show`` (:mod:`.cli.threads`), ``delete``, ``prune``, ``copy``,
-``reindex`` (:mod:`.cli.maintenance`), ``stats`` and ``doctor`` (:mod:`.cli.inspect`),
-``migrate`` (:mod:`.cli.migrate`); each
-takes ``--json`` for machine output.
+``reindex``, ``libraries`` (:mod:`.cli.maintenance`), ``stats`` and ``doctor``
+(:mod:`.cli.inspect`), ``migrate`` (:mod:`.cli.migrate`); each takes ``--json`` for machine
+output.
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ CLI_MODULES = {
     "prune": "maintenance",
     "copy": "maintenance",
     "reindex": "maintenance",
+    "libraries": "maintenance",
     "stats": "inspect",
     "doctor": "inspect",
     "migrate": "migrate",
@@ -227,6 +228,19 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="KEY",
         help="also register metadata KEY for a global index, and build it (repeatable; "
         "the saver's index_metadata)",
+    )
+    libraries = add(
+        "libraries",
+        "list or delete the function libraries of this package's versions",
+        "List the Redis Function libraries that savers of this package load (one per version, "
+        "rediskv_<digest>): this version's, loaded or not, and those of other versions, which "
+        "stay on the server until deleted. A saver that still runs a deleted one loads it "
+        "again on its next call.",
+    )
+    libraries.add_argument(
+        "--delete-old",
+        action="store_true",
+        help="delete the libraries of other versions (needs FUNCTION DELETE)",
     )
     add(
         "stats",

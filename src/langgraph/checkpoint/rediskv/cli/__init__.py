@@ -5,7 +5,8 @@ Each ``cmd_*`` function takes the parsed arguments and returns the exit code; it
 gathers its result as plain data, then prints it as JSON (``--json``) or with ``rich``.
 
 * :mod:`.threads`: ``threads``, ``history``, ``show`` (reading threads)
-* :mod:`.maintenance`: ``delete``, ``prune``, ``copy``, ``reindex`` (changing the store)
+* :mod:`.maintenance`: ``delete``, ``prune``, ``copy``, ``reindex`` (changing the store),
+  ``libraries`` (the server's function libraries of this package)
 * :mod:`.inspect`: ``stats``, ``doctor`` (the prefix and the server as a whole)
 * :mod:`.store`: what the commands read beyond the saver's API, and how much it costs
 * :mod:`.output`: JSON and ``rich`` output

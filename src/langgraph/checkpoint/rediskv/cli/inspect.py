@@ -14,7 +14,7 @@ import redis
 from ..check import Problem
 from ..functions import listed_libraries
 from ..keys import KeySchema
-from ..scripts import function_library, script_sources
+from ..scripts import FUNCTION_OPS, function_library, script_sources
 from .common import CliError, index_states, open_saver, refused
 from .output import emit_json, escape, human_bytes, make_console, print_fields
 from .store import SCAN_COUNT, memory_usage
@@ -203,19 +203,30 @@ def _persistence_check(client: redis.Redis) -> Check:
     return _check("persistence", "warn", detail + ": checkpoints are lost when the server restarts")
 
 
-def _scripts_check(client: redis.Redis) -> Check:
+def _scripts_check(client: redis.Redis, library: str | None) -> Check:
+    """The scripts loaded in the server's script cache. ``library``: this version's function
+    library when the server holds it with this version's code; the operations it holds then
+    run as its functions, and their scripts are loaded only if functions are turned off."""
     sources = script_sources()
     shas = {name: hashlib.sha1(source.encode()).hexdigest() for name, source in sources.items()}
     try:
         loaded = client.script_exists(*shas.values())
     except redis.exceptions.ResponseError as exc:
         return _check("scripts", "unknown", refused("SCRIPT EXISTS", exc))
-    missing = [name for name, ok in zip(shas, loaded, strict=True) if not ok]
-    count = f"{len(shas) - len(missing)} of {len(shas)} loaded"
+    as_functions = [
+        name
+        for name, ok in zip(shas, loaded, strict=True)
+        if not ok and library and name in FUNCTION_OPS
+    ]
+    missing = [
+        name for name, ok in zip(shas, loaded, strict=True) if not ok and name not in as_functions
+    ]
+    count = f"{len(shas) - len(missing) - len(as_functions)} of {len(shas)} loaded"
+    functions = f"; {', '.join(as_functions)} run as functions of {library}" if as_functions else ""
     if not missing:
-        return _check("scripts", "ok", count)
+        return _check("scripts", "ok", f"{count}{functions}")
     not_yet = f"; not yet: {', '.join(missing)}" if len(missing) < len(shas) else ""
-    return _check("scripts", "info", f"{count}{not_yet} (loaded on first use)")
+    return _check("scripts", "info", f"{count}{functions}{not_yet} (loaded on first use)")
 
 
 def _functions_check(client: redis.Redis) -> Check:
@@ -230,8 +241,8 @@ def _functions_check(client: redis.Redis) -> Check:
         return _check("functions", "unknown", refused("FUNCTION LIST", exc))
     others = sorted(set(libraries) - {name})
     old = (
-        f"; {len(others)} of other versions ({', '.join(others)}): FUNCTION DELETE those no "
-        "saver runs any more"
+        f"; {len(others)} of other versions ({', '.join(others)}): `rediskv libraries "
+        "--delete-old` deletes them"
         if others
         else ""
     )
@@ -278,8 +289,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             _from_info(client, "server", "server", _server),
             _from_info(client, "memory", "maxmemory-policy", _memory),
             _persistence_check(client),
-            _scripts_check(client),  # before the invariant check, which loads check_thread
-            _functions_check(client),
+        ]
+        functions = _functions_check(client)
+        library = function_library()[0] if functions["status"] == "ok" else None
+        checks += [
+            _scripts_check(client, library),  # before the invariant check, which loads one
+            functions,
             _metadata_indexes_check(client, KeySchema(saver.prefix)),
         ]
         prefix = saver.prefix

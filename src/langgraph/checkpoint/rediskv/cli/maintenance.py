@@ -1,13 +1,18 @@
 """Changing the store: ``delete``, ``prune``, ``copy`` (through the saver's own operations,
-each thread in atomic steps) and ``reindex`` (the global metadata indexes)."""
+each thread in atomic steps) and ``reindex`` (the global metadata indexes); and the server's
+function libraries of this package (``libraries``)."""
 
 from __future__ import annotations
 
 import argparse
 
+import redis
+
+from ..functions import listed_libraries
 from ..keys import KeySchema
+from ..scripts import function_library
 from ..sync import RedisSaver
-from .common import CliError, chunks, dedupe, index_states, open_saver
+from .common import CliError, chunks, dedupe, index_states, open_saver, refused
 from .output import emit_json, escape, make_console, ttl_text
 from .store import (
     ThreadKeys,
@@ -145,4 +150,49 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     make_console().print(
         escape(f"added {added} index entries under prefix {prefix!r}; indexes: {listed}")
     )
+    return 0
+
+
+def cmd_libraries(args: argparse.Namespace) -> int:
+    # Each version of the package loads a library of its own (rediskv_<digest of its code>),
+    # and none deletes another's. Deleting one that a saver still runs costs that saver a
+    # FUNCTION LOAD on its next call (it loads its library again, or runs its scripts).
+    name, source, _ = function_library()
+    with open_saver(args) as saver:
+        client = saver.client
+        if not isinstance(client, redis.Redis):  # the CLI connects to one server
+            raise CliError("libraries acts on a single server, not a cluster")
+        try:
+            found = listed_libraries(client.function_list(library="rediskv_*", withcode=True))
+        except redis.exceptions.ResponseError as exc:
+            if str(exc).lower().startswith("unknown"):
+                raise CliError(
+                    "the server has no functions (Redis 7.0 and later, Valkey)"
+                ) from None
+            raise CliError(refused("FUNCTION LIST", exc)) from exc
+        others = sorted(set(found) - {name})
+        deleted: list[str] = []
+        if args.delete_old:
+            for old in others:
+                try:
+                    client.function_delete(old)
+                except redis.exceptions.ResponseError as exc:
+                    if "not found" not in str(exc).lower():  # (gone meanwhile: fine)
+                        raise CliError(refused(f"FUNCTION DELETE {old}", exc)) from exc
+                deleted.append(old)
+    state = (
+        "not loaded" if name not in found else "loaded" if found[name] == source else "other code"
+    )
+    data = {"library": name, "state": state, "others": others, "deleted": deleted}
+    if args.json:
+        return emit_json(data)
+    lines = [f"{name} (this version): {state}"]
+    if state == "other code":
+        lines.append(f"  savers of this version run scripts until FUNCTION DELETE {name}")
+    kept = [old for old in others if old not in deleted]
+    lines += [f"{old}: deleted" for old in deleted]
+    lines += [f"{old}: another version's" for old in kept]
+    if kept:
+        lines.append("(--delete-old deletes the libraries of other versions)")
+    make_console().print(escape("\n".join(lines)))
     return 0
