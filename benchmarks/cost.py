@@ -23,7 +23,10 @@ PostgreSQL: ``pg_total_relation_size`` of its tables (heap, TOAST, indexes) afte
 (ANALYZE)``, in a database made for the run. SQLite: the database file after the saver
 closes it (its WAL is checkpointed then). Every figure is compared with the serialized
 payload: the serializer's bytes of each checkpoint without its values, of its metadata, of
-each new channel value, and of every pending write's value.
+each new channel value, and of every pending write's value. Each saver is handed the
+versions its own ``get_next_version`` makes, as LangGraph hands them in a graph (this
+package's: 25 characters; LangGraph's default format, InMemorySaver's and Postgres's: 52;
+plainredis's: integers), so the payload differs a little between savers.
 
 Redis CPU (``cpu``): on a fresh private server, ``used_cpu_user + used_cpu_sys`` (INFO cpu)
 per chat turn, minus the idle server's own CPU over the same time, with enough turns that
@@ -134,18 +137,26 @@ class Conversation:
     START -> context -> agent -> memory -> END: the input checkpoint holds the new human
     message in ``__start__``; each step's checkpoint follows its task's writes. Channel
     versions, ``versions_seen`` and ``updated_channels`` change as LangGraph changes them
-    (checked against a real StateGraph). Same seed, same text and sizes."""
+    (checked against a real StateGraph). Same seed, same text and sizes.
 
-    def __init__(self, thread_id: str, user_id: str, seed: int) -> None:
+    ``next_version``: the saver's ``get_next_version``, which LangGraph calls for every new
+    version (so a saver stores versions of its own making: this package's take 25 characters,
+    LangGraph's default format 52, plainredis's are integers); None: LangGraph's default
+    format, as InMemorySaver and the Postgres saver make them (see :func:`conversation`)."""
+
+    def __init__(self, thread_id: str, user_id: str, seed: int,
+                 next_version: Callable[[Any, None], Any] | None = None) -> None:
         self.thread_id = thread_id
         self.user_id = user_id
         self.text = prose.ChatText(seed)
         self.rng = random.Random(f"{seed}:ids")
+        self.next_version = next_version
         self.turn = 0
         self.step = -2
         self.counter = 0  # LangGraph's version counter: one increment per checkpoint
-        self.versions: dict[str, str] = {}
-        self.seen: dict[str, dict[str, str]] = {"__input__": {}}
+        self.version: Any = None  # the newest version (LangGraph's max of channel_versions)
+        self.versions: dict[str, Any] = {}
+        self.seen: dict[str, dict[str, Any]] = {"__input__": {}}
         self.values: dict[str, Any] = {}
         self.parent: str | None = None
         self.last_put: PutArgs | None = None
@@ -165,7 +176,12 @@ class Conversation:
             node, trigger = ran
             self.seen[node] = {trigger: self.versions[trigger]}
         self.counter += 1
-        version = f"{self.counter:032}.{self.rng.random():016}"
+        drawn = self.rng.random()  # (drawn either way: the same ids and text for every saver)
+        if self.next_version is None:
+            version: Any = f"{self.counter:032}.{drawn:016}"
+        else:
+            version = self.next_version(self.version, None)
+        self.version = version
         for channel in bump:
             self.versions[channel] = version
         for channel in drop:  # consumed: __start__ and the branch:to:* triggers
@@ -254,6 +270,12 @@ class Conversation:
     def turns(self, n: int) -> Iterator[Op]:
         for _ in range(n):
             yield from self.next_turn()
+
+
+def conversation(saver: BaseCheckpointSaver[Any], thread_id: str, user_id: str,
+                 seed: int) -> Conversation:
+    """A conversation with the versions that ``saver`` makes, as a graph on it has them."""
+    return Conversation(thread_id, user_id, seed, saver.get_next_version)
 
 
 async def apply(saver: BaseCheckpointSaver[Any], op: Op) -> None:
@@ -725,7 +747,8 @@ async def measure_storage(variant: Variant, args: argparse.Namespace, sizes: Siz
     store = await variant.make_store(args, token)
     try:
         saver = await store.open()
-        warm = Conversation("warm", "u-warm", 999_999)
+        versions = saver.get_next_version  # (its own: no state of the connection's)
+        warm = Conversation("warm", "u-warm", 999_999, versions)
         await run_turns(saver, warm, 1)  # scripts loaded, tables made: not the data's cost
         await check_latest(saver, warm)
         await store.close()
@@ -733,7 +756,8 @@ async def measure_storage(variant: Variant, args: argparse.Namespace, sizes: Siz
 
         t0 = time.perf_counter()
         saver = await store.open()
-        shorts = [Conversation(f"short-{i}", f"u-{i}", i) for i in range(sizes.short_threads)]
+        shorts = [Conversation(f"short-{i}", f"u-{i}", i, versions)
+                  for i in range(sizes.short_threads)]
         await asyncio.gather(*(run_turns(saver, c, sizes.short_turns) for c in shorts))
         await check_latest(saver, shorts[0])
         await store.close()
@@ -742,7 +766,7 @@ async def measure_storage(variant: Variant, args: argparse.Namespace, sizes: Siz
             f"{time.perf_counter() - t0:.1f}s")
 
         t0 = time.perf_counter()
-        long = Conversation("long", "u-long", 1_000)
+        long = Conversation("long", "u-long", 1_000, versions)
         saver = await store.open()
         await run_turns(saver, long, sizes.early_turns)
         await store.close()
@@ -758,6 +782,7 @@ async def measure_storage(variant: Variant, args: argparse.Namespace, sizes: Siz
         await store.destroy()
     return {
         "measured_as": store.kind,
+        "payload": payloads(sizes, versions),
         "short_bytes": after_short - base,
         "long_early_bytes": at_early - after_short,
         "long_bytes": after_long - after_short,
@@ -766,13 +791,15 @@ async def measure_storage(variant: Variant, args: argparse.Namespace, sizes: Siz
     }
 
 
-def payloads(sizes: Sizes) -> dict[str, tuple[int, int]]:
-    """Serialized payload and checkpoints of each conversation set (the same for every saver:
-    same seeds, same text); and as ``state_early`` / ``state_long`` the full size of the long
-    conversation's latest checkpoint at both points (bytes, 1)."""
-    short = [payload_of(Conversation(f"short-{i}", f"u-{i}", i), sizes.short_turns)
+def payloads(sizes: Sizes,
+             versions: Callable[[Any, None], Any] | None = None) -> dict[str, tuple[int, int]]:
+    """Serialized payload and checkpoints of each conversation set, with the versions a saver
+    makes (``versions``: its get_next_version; the same seeds, the same text for every saver,
+    and the same versions but for their length); and as ``state_early`` / ``state_long`` the
+    full size of the long conversation's latest checkpoint at both points (bytes, 1)."""
+    short = [payload_of(Conversation(f"short-{i}", f"u-{i}", i, versions), sizes.short_turns)
              for i in range(sizes.short_threads)]
-    long = Conversation("long", "u-long", 1_000)
+    long = Conversation("long", "u-long", 1_000, versions)
     early = payload_of(long, sizes.early_turns)
     state_early = state_size(long)
     rest = payload_of(long, sizes.long_turns - sizes.early_turns)
@@ -961,14 +988,14 @@ async def measure_cpu(subjects: list[CpuSubject], sizes: Sizes, idle_rate: float
     (virtual) machine a process's CPU time sometimes jumps several-fold for a while, and a
     median of interleaved rounds shrugs that off."""
     for s in subjects:  # warm: scripts loaded, connections open
-        warm = Conversation("cpu-warm", "u-warm", 777)
+        warm = conversation(s.saver, "cpu-warm", "u-warm", 777)
         await run_turns(s.saver, warm, 2)
         if s.variant.stores:
             await check_latest(s.saver, warm)
 
     log("cpu: counting requests")
     for s in subjects:
-        conv = Conversation("cpu-count", "u-count", 778)
+        conv = conversation(s.saver, "cpu-count", "u-count", 778)
         await run_turns(s.saver, conv, 1)
         server = s.store.server
         ops = list(conv.turns(sizes.count_turns))
@@ -980,7 +1007,7 @@ async def measure_cpu(subjects: list[CpuSubject], sizes: Sizes, idle_rate: float
         s.share = top_share(wire, Span.between(a, b, idle_rate))
 
     for s in subjects:
-        s.ops_thread = Conversation("cpu-ops", "u-ops", 900)
+        s.ops_thread = conversation(s.saver, "cpu-ops", "u-ops", 900)
         await run_turns(s.saver, s.ops_thread, 20)
 
     for r in range(sizes.cpu_rounds):
@@ -1001,9 +1028,9 @@ async def cpu_round(s: CpuSubject, sizes: Sizes, idle_rate: float, r: int) -> No
         return span
 
     # made before the clock starts: the client CPU is the saver's, not the generator's
-    seq = [list(Conversation(f"seq-{r}-{k}", f"u-{k}", 100 * r + k).turns(sizes.cpu_turns))
-           for k in range(sizes.cpu_conversations)]
-    conc = [list(Conversation(f"conc-{r}-{k}", f"u-{k}", 10_000 + 100 * r + k).turns(
+    seq = [list(conversation(s.saver, f"seq-{r}-{k}", f"u-{k}", 100 * r + k).turns(
+        sizes.cpu_turns)) for k in range(sizes.cpu_conversations)]
+    conc = [list(conversation(s.saver, f"conc-{r}-{k}", f"u-{k}", 10_000 + 100 * r + k).turns(
         sizes.cpu_turns)) for k in range(sizes.cpu_concurrent)]
 
     async def one_at_a_time() -> None:
@@ -1097,6 +1124,14 @@ def ratio_target(name: str, num: float | None, den: float | None, limit: float, 
     return Target(name, f"{r:.2f}x", goal, r < limit if strict else r <= limit, detail)
 
 
+def payload_for(storage: dict[str, Any], name: str,
+                pay: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """The payload of the conversations as saver ``name`` was handed them (its versions);
+    ``pay`` (LangGraph's default versions) when it was not measured."""
+    m = storage.get(name)
+    return m["payload"] if m and "payload" in m else pay
+
+
 def compute_targets(storage: dict[str, Any], pay: dict[str, tuple[int, int]],
                     cpu: dict[str, Any], sizes: Sizes) -> list[Target]:
     def per_ck(name: str, which: str) -> float | None:
@@ -1105,10 +1140,14 @@ def compute_targets(storage: dict[str, Any], pay: dict[str, tuple[int, int]],
             return None
         return float(m[f"{which}_bytes"]) / pay[which][1]
 
+    def payload_per_ck(name: str, which: str) -> float:
+        own = payload_for(storage, name, pay)[which]
+        return own[0] / own[1]
+
     t: list[Target] = []
     for which, label in (("short", f"{sizes.short_turns} turns"),
                          ("long", f"{sizes.long_turns:,} turns")):
-        payload = pay[which][0] / pay[which][1]
+        payload = payload_per_ck(THIS, which)
         ours, pg = per_ck(THIS, which), per_ck("postgres", which)
         t.append(ratio_target(
             f"default bytes/checkpoint vs serialized payload ({label})", ours, payload, 0.5,
@@ -1116,15 +1155,17 @@ def compute_targets(storage: dict[str, Any], pay: dict[str, tuple[int, int]],
         t.append(ratio_target(
             f"default bytes/checkpoint vs Postgres ({label})", ours, pg, 1.0, True,
             f"{_b(ours)} B vs {_b(pg)} B"))
-        off = per_ck("rediskv-nocompress", which)
+        off, off_payload = per_ck("rediskv-nocompress", which), payload_per_ck(
+            "rediskv-nocompress", which)
         t.append(ratio_target(
-            f"compression=False bytes/checkpoint vs payload ({label})", off, payload, 1.1,
-            False, f"{_b(off)} B vs {_b(payload)} B"))
+            f"compression=False bytes/checkpoint vs payload ({label})", off, off_payload, 1.1,
+            False, f"{_b(off)} B vs {_b(off_payload)} B"))
     # The window holds different messages at the two points, and their text differs in length
     # (3-12 sentences an answer): compare bytes per byte of the live state, not raw bytes.
     k = storage.get("rediskv-keep1") or {"error": "not measured"}
     late, early = k.get("long_bytes"), k.get("long_early_bytes")
-    s_late, s_early = pay["state_long"][0], pay["state_early"][0]
+    keep1_pay = payload_for(storage, "rediskv-keep1", pay)
+    s_late, s_early = keep1_pay["state_long"][0], keep1_pay["state_early"][0]
     if late and early:
         detail = (f"{_b(late)} B for a {_b(s_late)} B state vs {_b(early)} B for "
                   f"{_b(s_early)} B (raw ratio {late / early:.2f}x)")
@@ -1164,21 +1205,22 @@ def storage_tables(storage: dict[str, Any], pay: dict[str, tuple[int, int]], siz
         ("short", f"{sizes.short_threads} conversations of {sizes.short_turns} turns"),
         ("long", f"1 conversation of {sizes.long_turns:,} turns"),
     ):
-        payload, cks = pay[which]
+        cks = pay[which][1]
         rows = []
         for name, m in storage.items():
             if "error" in m:
                 rows.append([name, m["error"], "", "", "", ""])
                 continue
-            b = m[f"{which}_bytes"]
+            b, payload = m[f"{which}_bytes"], m["payload"][which][0]
             rows.append([name, m["measured_as"], f"{b / cks:,.0f}", f"{b / threads[which]:,.0f}",
                          f"{payload / cks:,.0f}", f"{b / payload:.2f}x"])
         out.append(f"### {title} ({cks:,} checkpoints)\n\n" + table(
             ["saver", "measured as", "bytes / checkpoint", "bytes / conversation",
              "payload / checkpoint", "ratio to payload"], rows))
-    rows = [["(latest checkpoint in full, serialized)", f"{pay['state_early'][0]:,}",
-             f"{pay['state_long'][0]:,}",
-             f"{pay['state_long'][0] / pay['state_early'][0]:.2f}x"]]
+    state = payload_for(storage, THIS, pay)
+    rows = [["(latest checkpoint in full, serialized)", f"{state['state_early'][0]:,}",
+             f"{state['state_long'][0]:,}",
+             f"{state['state_long'][0] / state['state_early'][0]:.2f}x"]]
     for name, m in storage.items():
         if "error" not in m:
             rows.append([name, f"{m['long_early_bytes']:,}", f"{m['long_bytes']:,}",
@@ -1280,8 +1322,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     env = environment()
     log(f"rediskv from {env['rediskv_from']} (commit {env['commit']})")
 
-    log("payload: serializing the conversations once")
-    pay = payloads(sizes)
+    log("payload: serializing the conversations (LangGraph's default versions)")
+    pay = payloads(sizes)  # (each saver's own versions: measure_storage)
 
     storage: dict[str, Any] = {}
     for v in (v for v in variants if v.stores):
@@ -1332,7 +1374,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     print("## Storage\n")
     print("Payload: the serializer's bytes of each checkpoint without its values, its "
           "metadata, each new channel value, and each pending write's value. Bytes per "
-          "checkpoint are per checkpoint written (5 per turn), also for keep_last.\n")
+          "checkpoint are per checkpoint written (5 per turn), also for keep_last. Each saver "
+          "is handed the versions its own `get_next_version` makes, as LangGraph does (this "
+          "package's take 25 characters, LangGraph's default format 52, plainredis's are "
+          "integers), so the payload differs a little between savers.\n")
     print(storage_tables(storage, pay, sizes, threads))
     if cpu:
         print("\n## Redis CPU\n")
@@ -1355,6 +1400,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "environment": env,
         "sizes": sizes.__dict__,
         "payload": {k: {"bytes": v[0], "checkpoints": v[1]} for k, v in pay.items()},
+        "payload_by_saver": {
+            name: {k: {"bytes": v[0], "checkpoints": v[1]} for k, v in m["payload"].items()}
+            for name, m in storage.items() if "payload" in m
+        },
         "storage": storage,
         "idle_server_cpu_ms_per_s": idle_rate * 1e3,
         "cpu": cpu,

@@ -78,7 +78,7 @@ async def run_calls(url: str, op_kind: str, turns: int, sources: dict[str, str])
     saver = AsyncRedisSaver(url, prefix="prof", functions=False)
     r = redis.Redis.from_url(url)
     try:
-        conv = cost.Conversation(f"t-{op_kind}-{id(sources)}", "u", 1_000)
+        conv = cost.conversation(saver, f"t-{op_kind}-{id(sources)}", "u", 1_000)
         await cost.run_turns(saver, conv, 30)
         ops = list(conv.turns(turns))
         chosen = [op for op in ops if op.kind == op_kind]

@@ -90,7 +90,7 @@ async def measure(ops: list[str], turns: int, redis_server: str,
                     raise SystemExit(f"{redis_server} under callgrind did not start") from None
                 time.sleep(0.1)
         saver = _open_saver(saver_kind, url)
-        conv = cost.Conversation("instr-thread", "user-1", 1_000)
+        conv = cost.conversation(saver, "instr-thread", "user-1", 1_000)  # (its versions)
         await cost.run_turns(saver, conv, 20)
         calls = list(conv.turns(turns))
         result: dict[str, float] = {}
