@@ -111,6 +111,56 @@ async def test_own_async_pool_packs_commands_in_c_as_the_python_packer_does(
         assert [t.config["configurable"]["thread_id"] async for t in listed] == [thread_id]
 
 
+async def test_a_large_command_is_packed_in_python(server_url: str) -> None:
+    # hiredis copies every argument into one buffer: slower than redis-py's chunks from some
+    # tens of KB on (300 KB: about 40 times slower)
+    from langgraph.checkpoint.rediskv.packing import LARGE_COMMAND
+
+    async with AsyncRedisSaver(server_url, prefix=new_prefix()) as saver:
+        connection = saver.client.connection_pool.connection_class()
+        small = ("SET", "k", b"v" * (LARGE_COMMAND - 5))  # 5 bytes of text: "SET", "k"
+        large = ("SET", "k", b"v" * (LARGE_COMMAND - 3))
+        assert len(connection.pack_command(*small)) == 1  # (hiredis: one buffer)
+        assert len(connection.pack_command(*large)) == 3  # (redis-py: the value apart)
+        for command in (small, large):
+            assert b"".join(connection.pack_command(*command)) == _python_packed(*command)
+        version = saver.get_next_version(None, None)
+        big = "prose " * 100_000
+        await saver.aput(cfg("big"), make_checkpoint({"v": big}, {"v": version}), {},
+                         {"v": version})  # fmt: skip
+        tup = await saver.aget_tuple(cfg("big"))
+        assert tup is not None and tup.checkpoint["channel_values"] == {"v": big}
+
+
+async def test_callers_encoder_or_packing_connection_class_is_left_as_it_is(
+    server_url: str,
+) -> None:
+    from redis.asyncio.connection import Connection, Encoder
+
+    class TupleEncoder(Encoder):
+        def encode(self, value: object) -> bytes:  # type: ignore[override]
+            if isinstance(value, tuple):
+                value = ",".join(map(str, value))
+            return super().encode(value)  # type: ignore[arg-type]
+
+    packed: list[tuple[object, ...]] = []
+
+    class Counting(Connection):
+        def pack_command(self, *args: object) -> list[bytes]:  # type: ignore[override]
+            packed.append(args)
+            return super().pack_command(*args)  # type: ignore[arg-type]
+
+    async with AsyncRedisSaver(server_url, prefix=new_prefix(), encoder_class=TupleEncoder) as a:
+        assert a.client.connection_pool.connection_class is Connection
+        await a.client.set(f"{a.prefix}:k", (1, 2))  # type: ignore[arg-type]
+        assert await a.client.get(f"{a.prefix}:k") == b"1,2"
+        await a.client.delete(f"{a.prefix}:k")
+    async with AsyncRedisSaver(server_url, prefix=new_prefix(), connection_class=Counting) as b:
+        assert b.client.connection_pool.connection_class is Counting
+        assert await b.aget_tuple(cfg("none")) is None
+    assert [args[0] for args in packed][-1] == "FCALL"
+
+
 async def test_pool_with_another_text_encoding_and_callers_client_pack_in_python(
     server_url: str,
 ) -> None:

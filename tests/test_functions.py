@@ -462,7 +462,9 @@ def test_doctor_reports_the_library_and_those_of_other_versions(server: redis.Re
         put_one(saver, "t", 1)
     assert detail() == ("ok", f"{LIBRARY} loaded")
     old = "rediskv_0123456789abcdef"
-    server.function_load(f"#!lua name={old}\nredis.register_function('{old}_f', function() end)")
+    server.function_load(old_version(old))
+    # (a user's own library named like one of the package's is not listed)
+    server.function_load("#!lua name=rediskv_tools\nredis.register_function('t_f', function() end)")
     assert detail() == (
         "ok",
         f"{LIBRARY} loaded; 1 of other versions ({old}): `rediskv libraries --delete-old` "
@@ -473,7 +475,8 @@ def test_doctor_reports_the_library_and_those_of_other_versions(server: redis.Re
     assert detail() == (
         "warn",
         f"{LIBRARY} holds other code than this version's: savers run scripts instead "
-        f"(FUNCTION DELETE {LIBRARY} lets them load their own)",
+        f"(FUNCTION DELETE {LIBRARY}, then a restart of their processes, lets them load their "
+        "own)",
     )
 
 
@@ -605,6 +608,14 @@ def test_doctor_counts_the_operations_of_a_loaded_library_as_loaded(server: redi
     }
 
 
+def old_version(name: str) -> str:
+    """A library as an earlier version of the package would have loaded it."""
+    return (
+        f"#!lua name={name}\nredis.register_function{{function_name = '{name}_put_checkpoint', "
+        "callback = function() return 1 end}"
+    )
+
+
 def test_libraries_command_lists_and_deletes_those_of_other_versions(
     server: redis.Redis,
 ) -> None:
@@ -619,10 +630,15 @@ def test_libraries_command_lists_and_deletes_those_of_other_versions(
         put_one(saver, "t", 1)
         olds = ["rediskv_0000000000000001", "rediskv_0000000000000002"]
         for old in olds:
-            server.function_load(
-                f"#!lua name={old}\nredis.register_function('{old}_f', function() end)"
-            )
+            server.function_load(old_version(old))
+        # the user's own libraries, whatever their names, are not the package's
         server.function_load("#!lua name=mine\nredis.register_function('mine_f', function() end)")
+        server.function_load(
+            "#!lua name=rediskv_tools\nredis.register_function('my_helper', function() end)"
+        )
+        server.function_load(
+            "#!lua name=rediskv_00000000000000ff\nredis.register_function('x_f', function() end)"
+        )
         assert cli.ok("libraries").splitlines() == [
             f"{LIBRARY} (this version): loaded",
             f"{olds[0]}: another version's",
@@ -630,30 +646,46 @@ def test_libraries_command_lists_and_deletes_those_of_other_versions(
             "(--delete-old deletes the libraries of other versions)",
         ]
         assert strict_json(cli.ok("libraries", "--delete-old", "--json")) == {
-            "library": LIBRARY, "state": "loaded", "others": olds, "deleted": olds,
+            "library": LIBRARY, "state": "loaded", "others": [], "deleted": olds,
         }  # fmt: skip
         # this version's library and the user's own stay, and the saver goes on through it
         names = sorted(listed_libraries(server.function_list(withcode=True)))
-        assert names == sorted([LIBRARY, "mine"])
+        assert names == sorted([LIBRARY, "mine", "rediskv_tools", "rediskv_00000000000000ff"])
         put_one(saver, "t", 2, parent=None)
         assert saver.get_tuple(cfg("t")).metadata["step"] == 2  # type: ignore[union-attr]
     # a library of this version's name but other code: its savers run scripts until deleted
     server.function_load(SOURCE.replace("-- Shared by every script", "-- changed"), replace=True)
     assert cli.ok("libraries").splitlines() == [
         f"{LIBRARY} (this version): other code",
-        f"  savers of this version run scripts until FUNCTION DELETE {LIBRARY}",
+        f"  savers of this version run scripts until FUNCTION DELETE {LIBRARY} and a restart "
+        "of their processes",
     ]
-    # a user without FUNCTION DELETE: a one-line error that names the command
-    server.function_load(
-        f"#!lua name={olds[0]}\nredis.register_function('{olds[0]}_f', function() end)"
-    )
+    # a user without FUNCTION DELETE: what was deleted, what was not and why, exit code 2
+    for old in olds:
+        server.function_load(old_version(old))
     server.acl_setuser("nodelete", enabled=True, passwords=["+pw"], keys=["*"],
                        commands=["+@all", "-function|delete"])  # fmt: skip
     limited = Cli(url.replace("redis://", "redis://nodelete:pw@"), prefix)
-    refused = limited.run("libraries", "--delete-old")
-    assert refused.returncode == 1 and refused.stdout == ""
-    assert refused.stderr == (
-        f"rediskv: error: FUNCTION DELETE {olds[0]} is not allowed (User nodelete has no "
-        "permissions to run the 'function|delete' command)\n"
+    as_json, as_text = limited.run_many(
+        ["libraries", "--delete-old", "--json"], ["libraries", "--delete-old"]
     )
-    assert olds[0] in listed_libraries(server.function_list())
+    # (the server's words: Redis says "this user", Valkey "User nodelete")
+    with (
+        redis.Redis.from_url(url, username="nodelete", password="pw") as nodelete,
+        pytest.raises(NoPermissionError) as denied,
+    ):
+        nodelete.function_delete(olds[0])
+    assert "has no permissions to run the 'function|delete' command" in str(denied.value)
+    why = f"FUNCTION DELETE is not allowed ({denied.value})"
+    assert as_json.returncode == 2 and as_json.stderr == ""
+    assert strict_json(as_json.stdout) == {
+        "library": LIBRARY, "state": "other code", "others": olds, "deleted": [],
+        "failed": [{"library": old, "error": why} for old in olds],
+    }  # fmt: skip
+    assert as_text.returncode == 2 and as_text.stderr == ""
+    assert as_text.stdout.splitlines()[2:] == [
+        f"{olds[0]}: another version's; not deleted: {why}",
+        f"{olds[1]}: another version's; not deleted: {why}",
+        "2 of 2 libraries not deleted (exit code 2)",
+    ]
+    assert set(olds) <= set(listed_libraries(server.function_list()))

@@ -26,11 +26,12 @@ autopipeline.py) send.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import NoPermissionError, ResponseError
+from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
 from .core import ScriptCall
 from .scripts import function_library
@@ -74,6 +75,23 @@ def listed_libraries(listing: Any) -> dict[str, str | None]:
             _text(code) if code is not None else None
         )
     return libraries
+
+
+# The name of a library of this package (scripts.function_library): one per version.
+_PACKAGE_LIBRARY = re.compile(r"rediskv_[0-9a-f]{16}")
+
+
+def package_libraries(listing: Any) -> dict[str, str | None]:
+    """The libraries of this package's versions in a FUNCTION LIST ... WITHCODE reply: named
+    as function_library names them, and holding that name's put_checkpoint function (a user's
+    own library may be named rediskv_<something> too)."""
+    return {
+        name: code
+        for name, code in listed_libraries(listing).items()
+        if _PACKAGE_LIBRARY.fullmatch(name)
+        and code is not None
+        and f"function_name = '{name}_put_checkpoint'" in code
+    }
 
 
 def _text(value: Any) -> str:

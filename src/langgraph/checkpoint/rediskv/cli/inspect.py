@@ -12,7 +12,7 @@ from typing import Any
 import redis
 
 from ..check import Problem
-from ..functions import listed_libraries
+from ..functions import listed_libraries, package_libraries
 from ..keys import KeySchema
 from ..scripts import FUNCTION_OPS, function_library, script_sources
 from .common import CliError, index_states, open_saver, refused
@@ -234,12 +234,13 @@ def _functions_check(client: redis.Redis) -> Check:
     other versions, which stay on the server until deleted."""
     name, source, _ = function_library()
     try:
-        libraries = listed_libraries(client.function_list(library="rediskv_*", withcode=True))
+        listing = client.function_list(library="rediskv_*", withcode=True)
     except redis.exceptions.ResponseError as exc:
         if str(exc).lower().startswith("unknown"):
             return _check("functions", "info", "the server has no functions: savers run scripts")
         return _check("functions", "unknown", refused("FUNCTION LIST", exc))
-    others = sorted(set(libraries) - {name})
+    libraries = listed_libraries(listing)
+    others = sorted(set(package_libraries(listing)) - {name})
     old = (
         f"; {len(others)} of other versions ({', '.join(others)}): `rediskv libraries "
         "--delete-old` deletes them"
@@ -253,7 +254,8 @@ def _functions_check(client: redis.Redis) -> Check:
             "functions",
             "warn",
             f"{name} holds other code than this version's: savers run scripts instead "
-            f"(FUNCTION DELETE {name} lets them load their own){old}",
+            f"(FUNCTION DELETE {name}, then a restart of their processes, lets them load "
+            f"their own){old}",
         )
     return _check("functions", "ok", f"{name} loaded{old}")
 

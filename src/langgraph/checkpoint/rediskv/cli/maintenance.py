@@ -5,10 +5,11 @@ function libraries of this package (``libraries``)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import redis
 
-from ..functions import listed_libraries
+from ..functions import listed_libraries, package_libraries
 from ..keys import KeySchema
 from ..scripts import function_library
 from ..sync import RedisSaver
@@ -163,36 +164,50 @@ def cmd_libraries(args: argparse.Namespace) -> int:
         if not isinstance(client, redis.Redis):  # the CLI connects to one server
             raise CliError("libraries acts on a single server, not a cluster")
         try:
-            found = listed_libraries(client.function_list(library="rediskv_*", withcode=True))
+            listing = client.function_list(library="rediskv_*", withcode=True)
         except redis.exceptions.ResponseError as exc:
             if str(exc).lower().startswith("unknown"):
                 raise CliError(
                     "the server has no functions (Redis 7.0 and later, Valkey)"
                 ) from None
             raise CliError(refused("FUNCTION LIST", exc)) from exc
-        others = sorted(set(found) - {name})
+        code = listed_libraries(listing).get(name)
+        others = sorted(set(package_libraries(listing)) - {name})
         deleted: list[str] = []
+        failed: list[dict[str, str]] = []
         if args.delete_old:
             for old in others:
                 try:
                     client.function_delete(old)
                 except redis.exceptions.ResponseError as exc:
                     if "not found" not in str(exc).lower():  # (gone meanwhile: fine)
-                        raise CliError(refused(f"FUNCTION DELETE {old}", exc)) from exc
+                        failed.append({"library": old, "error": refused("FUNCTION DELETE", exc)})
+                        continue
                 deleted.append(old)
-    state = (
-        "not loaded" if name not in found else "loaded" if found[name] == source else "other code"
-    )
-    data = {"library": name, "state": state, "others": others, "deleted": deleted}
+    state = "not loaded" if code is None else "loaded" if code == source else "other code"
+    kept = [old for old in others if old not in deleted]
+    data: dict[str, Any] = {"library": name, "state": state, "others": kept, "deleted": deleted}
+    if failed:
+        data["failed"] = failed
+    exit_code = 2 if failed else 0
     if args.json:
-        return emit_json(data)
+        emit_json(data)
+        return exit_code
     lines = [f"{name} (this version): {state}"]
     if state == "other code":
-        lines.append(f"  savers of this version run scripts until FUNCTION DELETE {name}")
-    kept = [old for old in others if old not in deleted]
+        lines.append(
+            f"  savers of this version run scripts until FUNCTION DELETE {name} and a "
+            "restart of their processes"
+        )
     lines += [f"{old}: deleted" for old in deleted]
-    lines += [f"{old}: another version's" for old in kept]
-    if kept:
+    why_not = {f["library"]: f["error"] for f in failed}
+    lines += [
+        f"{old}: another version's" + (f"; not deleted: {why_not[old]}" if old in why_not else "")
+        for old in kept
+    ]
+    if kept and not args.delete_old:
         lines.append("(--delete-old deletes the libraries of other versions)")
+    if failed:
+        lines.append(f"{len(failed)} of {len(others)} libraries not deleted (exit code 2)")
     make_console().print(escape("\n".join(lines)))
-    return 0
+    return exit_code
