@@ -13,11 +13,13 @@ import redis
 from redis.cluster import RedisCluster
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
+from langgraph.checkpoint.rediskv.functions import listed_libraries
 from langgraph.checkpoint.rediskv.keys import KeySchema
+from langgraph.checkpoint.rediskv.scripts import FUNCTION_OPS, function_library
 
 from .conftest import LocalCluster, SlotMove, new_prefix, slot_moving
 from .test_conformance import test_conformance_all_capabilities  # noqa: F401
-from .test_contract import cfg, chain, thread_by_thread
+from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
 from .test_ttl import build_chat, expected_messages, turn
 
@@ -199,3 +201,180 @@ def test_a_slot_move_that_does_not_end_fails_clearly_and_writes_nothing(
             move.close()
         assert [t.checkpoint["id"] for t in saver.list(cfg("stuck"))] == ids[::-1]
         assert saver.check_invariants() == []
+
+
+# -- the function library on a cluster -----------------------------------------------------------
+
+LIBRARY, LIBRARY_SOURCE, _ = function_library()
+
+
+class NodeStats:
+    """FCALL and COMMAND GETKEYS calls on each node of the cluster since the last take()."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.admins = {node.port: redis.Redis(port=node.port) for node in cluster.nodes}
+        self.seen = self._counts()
+
+    def _counts(self) -> dict[int, tuple[int, int]]:
+        counts = {}
+        for port, admin in self.admins.items():
+            stats = admin.info("commandstats")
+            counts[port] = (
+                int(stats.get("cmdstat_fcall", {}).get("calls", 0)),
+                int(stats.get("cmdstat_command|getkeys", {}).get("calls", 0)),
+            )
+        return counts
+
+    def take(self) -> dict[int, tuple[int, int]]:
+        now = self._counts()
+        delta = {p: (now[p][0] - self.seen[p][0], now[p][1] - self.seen[p][1]) for p in now}
+        self.seen = now
+        return delta
+
+    def libraries(self) -> dict[int, str | None]:
+        """This version's library on each node: its code, or None."""
+        return {
+            port: listed_libraries(admin.function_list(library=LIBRARY, withcode=True)).get(LIBRARY)
+            for port, admin in self.admins.items()
+        }
+
+    def close(self) -> None:
+        for admin in self.admins.values():
+            admin.close()
+
+
+@pytest.fixture
+def node_stats(local_cluster: LocalCluster) -> Iterator[NodeStats]:
+    stats = NodeStats(local_cluster)
+    yield stats
+    stats.close()
+
+
+def count_scripts(saver: RedisSaver | AsyncRedisSaver) -> list[str]:
+    """The names of the function operations the saver runs as scripts from now on."""
+    ran: list[str] = []
+    for name in FUNCTION_OPS:
+        script = saver._scripts[name]
+
+        def counted(*args: Any, _name: str = name, _script: Any = script, **kw: Any) -> Any:
+            ran.append(_name)
+            return _script(*args, **kw)
+
+        saver._scripts[name] = counted  # type: ignore[assignment]
+    return ran
+
+
+def port_of(client: RedisCluster, key: str) -> int:
+    return int(client.get_node_from_key(key).port)
+
+
+def put_and_read(saver: RedisSaver, thread: str, step: int) -> None:
+    version = saver.get_next_version(None, None)
+    config = saver.put(cfg(thread), make_checkpoint({"v": step}, {"v": version}),
+                       {"step": step, "user_id": "u"}, {"v": version})  # fmt: skip
+    saver.put_writes(config, [("v", step + 1)], "task-1")
+    got = saver.get_tuple(cfg(thread))
+    assert got is not None and got.checkpoint["channel_values"] == {"v": step}
+    assert got.pending_writes == [("task-1", "v", step + 1)]
+
+
+def test_a_turn_runs_as_fcalls_on_the_primary_of_its_slot(
+    server_url: str, client: RedisCluster, node_stats: NodeStats
+) -> None:
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    threads = [f"t{i}" for i in range(9)]
+    with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+        # the library checked (or loaded) on every primary; each thread's first put puts it
+        # in the threads-by-value lists first (lua/include/lists.lua), a batch of scripts
+        for thread in threads:
+            put_and_read(saver, thread, 1)
+        assert node_stats.libraries() == dict.fromkeys(node_stats.admins, LIBRARY_SOURCE)
+        scripts = count_scripts(saver)
+        node_stats.take()
+        for thread in threads:
+            put_and_read(saver, thread, 2)
+            put_and_read(saver, thread, 3)
+    # each put, put_writes and get_tuple one FCALL on the primary of its thread's slot, and
+    # no COMMAND GETKEYS (which redis-py's cluster client sends for an FCALL it routes)
+    expected = dict.fromkeys(node_stats.admins, (0, 0))
+    for thread in threads:
+        port = port_of(client, keys.thread(keys.tag(thread)))
+        expected[port] = (expected[port][0] + 2 * 3, 0)
+    assert node_stats.take() == expected
+    assert scripts == []
+
+
+async def test_the_async_saver_runs_a_turn_as_fcalls_on_the_primary_of_its_slot(
+    server_url: str, client: RedisCluster, node_stats: NodeStats
+) -> None:
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    threads = [f"t{i}" for i in range(9)]
+    async with AsyncRedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+
+        async def turn_of(thread: str) -> None:
+            version = saver.get_next_version(None, None)
+            config = await saver.aput(cfg(thread), make_checkpoint({"v": 1}, {"v": version}),
+                                      {"user_id": "u"}, {"v": version})  # fmt: skip
+            await saver.aput_writes(config, [("v", 2)], "task-1")
+            got = await saver.aget_tuple(cfg(thread))
+            assert got is not None and got.pending_writes == [("task-1", "v", 2)]
+
+        await asyncio.gather(*(turn_of(thread) for thread in threads))  # (see the sync test)
+        scripts = count_scripts(saver)
+        node_stats.take()
+        await asyncio.gather(*(turn_of(thread) for thread in threads))
+    expected = dict.fromkeys(node_stats.admins, (0, 0))
+    for thread in threads:
+        port = port_of(client, keys.thread(keys.tag(thread)))
+        expected[port] = (expected[port][0] + 3, 0)
+    assert node_stats.take() == expected
+    assert scripts == []
+
+
+def test_a_primary_that_lost_the_library_gets_it_again(
+    server_url: str, client: RedisCluster, node_stats: NodeStats
+) -> None:
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+        put_and_read(saver, "a", 1)
+        port = port_of(client, keys.thread(keys.tag("a")))
+        # the primary restarted empty, or someone ran FUNCTION DELETE there
+        node_stats.admins[port].function_delete(LIBRARY)
+        scripts = count_scripts(saver)
+        node_stats.take()
+        put_and_read(saver, "a", 2)
+        assert node_stats.libraries() == dict.fromkeys(node_stats.admins, LIBRARY_SOURCE)
+        # the put found its function gone (an FCALL refused), loaded the library there and
+        # called it again; then put_writes and get_tuple
+        assert node_stats.take()[port] == (1 + 3, 0)
+        assert scripts == []
+        assert saver.check_invariants() == []
+
+
+def test_other_code_under_the_librarys_name_on_one_primary_turns_functions_off(
+    server_url: str, client: RedisCluster, node_stats: NodeStats, caplog: pytest.LogCaptureFixture
+) -> None:
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    port = port_of(client, keys.thread(keys.tag("a")))
+    other = LIBRARY_SOURCE.replace("-- Shared by every script", "-- changed")
+    node_stats.admins[port].function_load(other, replace=True)
+    try:
+        with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+            scripts = count_scripts(saver)
+            with caplog.at_level("WARNING", logger="langgraph.checkpoint.rediskv.functions"):
+                put_and_read(saver, "a", 1)
+            # (a thread's first put runs twice: the lists take the thread first)
+            assert scripts == ["put_checkpoint", "put_checkpoint", "put_writes", "get_tuple"]
+            assert [r.getMessage() for r in caplog.records] == [
+                f"the Redis function library {LIBRARY} on the server is not this saver's code: "
+                f"the saver runs its scripts instead (delete the library, FUNCTION DELETE "
+                f"{LIBRARY}, and restart the saver's process to let it load its own)"
+            ]
+            assert node_stats.take()[port][0] == 0  # (no FCALL there: it runs other code)
+            assert node_stats.libraries()[port] == other  # (not the saver's to replace)
+    finally:
+        node_stats.admins[port].function_delete(LIBRARY)  # (the next saver loads its own)

@@ -6,7 +6,15 @@ import asyncio
 import inspect
 import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from types import TracebackType
@@ -137,9 +145,9 @@ class AsyncRedisSaver(RedisSaverBase):
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
-        # a chat turn's operations as FCALLs of a library, on a standalone server
+        # a chat turn's operations as FCALLs of a library (on every primary of a cluster)
         self._library_lock = asyncio.Lock()
-        self._library = FunctionLibrary(functions and not isinstance(client, AsyncRedisCluster))
+        self._library = FunctionLibrary(functions)
         self._loop: asyncio.AbstractEventLoop | None = None
         # redis-py's async cluster client fails with MaxConnectionsError past max_connections
         # on a node; callers wait at this gate instead, as they do at a blocking pool.
@@ -290,6 +298,10 @@ class AsyncRedisSaver(RedisSaverBase):
         return out
 
     async def _call_on_cluster(self, call: ScriptCall) -> Any:
+        """One call on a cluster: an FCALL of the library, else the script (see _script)."""
+        return await self._script(call, self._script_on_cluster)
+
+    async def _script_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
         until the move ends, having run nothing."""
         backoff = retry_backoff()
@@ -304,9 +316,13 @@ class AsyncRedisSaver(RedisSaverBase):
                 await asyncio.sleep(min(backoff.compute(failures), self._slot_move_wait - waited))
         raise AssertionError("unreachable")
 
-    async def _script(self, call: ScriptCall) -> Any:
-        """One script call on a standalone server: an FCALL of the saver's library (checked,
-        or loaded, before its first use), else an EVALSHA (see functions.py)."""
+    async def _script(
+        self,
+        call: ScriptCall,
+        run_script: Callable[[ScriptCall], Awaitable[Any]] | None = None,
+    ) -> Any:
+        """As RedisSaver._script: an FCALL of the library, else the script (an EVALSHA, or
+        ``run_script``)."""
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -316,7 +332,9 @@ class AsyncRedisSaver(RedisSaverBase):
             if not library.ready(call):
                 break
             try:
-                reply = await self._client.execute_command("FCALL", *library.fcall_args(call))
+                reply = await self._fcall(call)
+            except (TryAgainError, ClusterError):
+                break  # (its slot is moving, nothing ran: the script waits the move out)
             except ResponseError as exc:
                 if not library.call_failed(exc):
                     raise
@@ -327,16 +345,30 @@ class AsyncRedisSaver(RedisSaverBase):
             else:
                 library.worked()
                 return reply
-        reply = await self._scripts[call.name](keys=call.keys, args=call.args)
+        if run_script is not None:
+            reply = await run_script(call)
+        else:
+            reply = await self._scripts[call.name](keys=call.keys, args=call.args)
         if dropped:
             library.script_worked()
         return reply
 
+    async def _fcall(self, call: ScriptCall) -> Any:
+        args = self._library.fcall_args(call)
+        if isinstance(self._client, AsyncRedisCluster):
+            # to the primary of its slot (see RedisSaver._fcall)
+            node = self._client.get_node_from_key(call.keys[0])
+            return await self._client.execute_command("FCALL", *args, target_nodes=node)
+        return await self._client.execute_command("FCALL", *args)  # type: ignore[no-untyped-call]
+
     async def _prepare_library(self, call: ScriptCall, lost: bool) -> bool:
-        """Check the server's library before its first use, or load it (``lost``: a call
-        found its function gone); False when a FUNCTION command lost its connection."""
+        """As RedisSaver._prepare_library."""
         library = self._library
         try:
+            if isinstance(self._client, AsyncRedisCluster):
+                if library.serves(call) and not library.verified:
+                    await self._prepare_on_cluster(self._client)
+                return True
             if lost and library.serves(call) and not library.verified:
                 await self._load_library()
             if not library.serves(call) or library.verified:
@@ -354,15 +386,42 @@ class AsyncRedisSaver(RedisSaverBase):
             return False
         return True
 
-    async def _list_library(self) -> Any:
-        return await self._client.function_list(library=self._library.name, withcode=True)
-
-    async def _load_library(self) -> bool:
+    async def _prepare_on_cluster(self, client: AsyncRedisCluster) -> None:
+        """As RedisSaver._prepare_on_cluster, the primaries asked at once."""
+        library = self._library
+        nodes = client.get_primaries()
         try:
-            await self._client.function_load(self._library.source)
+            listings = await asyncio.gather(*(self._list_library(node) for node in nodes))
+            missing = library.listed_on_nodes(list(listings))
+            if not missing or not library.enabled:
+                return
+            for i in missing:
+                if not await self._load_library(nodes[i]):
+                    return  # refused: functions off, or paused a while (load_failed)
+            listings = await asyncio.gather(*(self._list_library(node) for node in nodes))
+            library.listed_on_nodes(list(listings))
+        except (ResponseError, ClusterError) as exc:  # (a node failing over: a pause)
+            library.list_failed(exc)
+
+    async def _list_library(self, node: Any = None) -> Any:
+        if node is None:
+            return await self._client.function_list(library=self._library.name, withcode=True)
+        return await self._client.execute_command(
+            "FUNCTION LIST", "LIBRARYNAME", self._library.name, "WITHCODE", target_nodes=node
+        )
+
+    async def _load_library(self, node: Any = None) -> bool:
+        try:
+            if node is None:
+                await self._client.function_load(self._library.source)
+            else:
+                await self._client.execute_command(
+                    "FUNCTION LOAD", self._library.source, target_nodes=node
+                )
         except ResponseError as exc:
             return self._library.load_failed(exc)
-        self._library.loaded()
+        if node is None:
+            self._library.loaded()
         return True
 
     async def _bulk_limit(self) -> int:

@@ -1,5 +1,5 @@
-"""How a saver on a standalone server runs the operations of a chat turn: as functions of a
-Redis Function library (``FUNCTION LOAD`` once, ``FCALL`` per call), else as scripts.
+"""How a saver runs the operations of a chat turn: as functions of a Redis Function library
+(``FUNCTION LOAD`` once, on every primary of a cluster; ``FCALL`` per call), else as scripts.
 
 An ``EVALSHA`` runs its whole script anew, and so makes a closure for every helper the
 script's includes define (some 60 for a put, about 60,000 server instructions); a library
@@ -46,7 +46,7 @@ RETRY_AFTER = 30.0
 DROPS_TO_TURN_OFF = 3
 
 
-def _permanent(exc: ResponseError) -> bool:
+def _permanent(exc: RedisError) -> bool:
     """A refusal that will not pass by itself: no such command, the ACL, a library the server
     cannot compile or register."""
     message = str(exc).lower()
@@ -194,28 +194,40 @@ class FunctionLibrary:
         """After FUNCTION LIST LIBRARYNAME <name> WITHCODE: whether the library holds this
         saver's code (when it is not there at all, it is to be loaded: False). A library of
         this name with other code turns functions off."""
-        code = listed_libraries(listing).get(self.name)
-        if code is None:
-            return False
-        if code != self.source:
-            self._turn_off(
-                logging.WARNING,
-                "the Redis function library %s on the server is not this saver's code: "
-                "the saver runs its scripts instead (delete the library, FUNCTION DELETE %s, "
-                "and restart the saver's process to let it load its own)",
-                self.name,
-                self.name,
-            )
-            return False
-        self.verified = True
-        self._drops = 0
-        return True
+        self.listed_on_nodes([listing])
+        return self.verified
 
-    def list_failed(self, exc: ResponseError) -> None:
-        """FUNCTION LIST was refused: an unchecked library is not used."""
+    def listed_on_nodes(self, listings: list[Any]) -> list[int]:
+        """After FUNCTION LIST LIBRARYNAME <name> WITHCODE on each primary of a cluster (or
+        on the one server): the indexes of those where the library is to be loaded. It is
+        verified once every one holds this saver's code; a library of this name with other
+        code on any turns functions off."""
+        missing = []
+        for i, listing in enumerate(listings):
+            code = listed_libraries(listing).get(self.name)
+            if code is None:
+                missing.append(i)
+            elif code != self.source:
+                self._turn_off(
+                    logging.WARNING,
+                    "the Redis function library %s on the server is not this saver's code: "
+                    "the saver runs its scripts instead (delete the library, FUNCTION DELETE "
+                    "%s, and restart the saver's process to let it load its own)",
+                    self.name,
+                    self.name,
+                )
+                return []
+        if not missing:
+            self.verified = True
+            self._drops = 0
+        return missing
+
+    def list_failed(self, exc: RedisError) -> None:
+        """FUNCTION LIST was refused (or, on a cluster, could not reach a primary): an
+        unchecked library is not used."""
         self._refused(exc)
 
-    def _refused(self, exc: ResponseError) -> None:
+    def _refused(self, exc: RedisError) -> None:
         if _permanent(exc):
             self._turn_off(logging.INFO, _OFF, exc)
         else:
