@@ -125,3 +125,25 @@ async def test_unreachable_server_is_named_async() -> None:
             RedisUnavailableError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"
         ):
             await saver.aput(cfg("t"), make_checkpoint({}, {}), {}, {})
+
+
+DECODING = (
+    "the Redis client decodes replies into text (decode_responses=True), but checkpoints are "
+    "stored as bytes: give the saver a client, or a URL and options, without decode_responses"
+)
+
+
+async def test_a_client_that_decodes_replies_is_refused_at_construction(
+    server_url: str, client: redis.Redis
+) -> None:
+    """Before, the put was stored and every read failed with a UnicodeDecodeError."""
+    prefix = "decoding-refused"
+    with pytest.raises(ValueError, match=re.escape(DECODING)):
+        RedisSaver(server_url, prefix=prefix, decode_responses=True)
+    with pytest.raises(ValueError, match=re.escape(DECODING)):
+        AsyncRedisSaver(f"{server_url}?decode_responses=True", prefix=prefix)
+    own = redis.Redis.from_url(server_url, decode_responses=True)
+    with pytest.raises(ValueError, match=re.escape(DECODING)):
+        RedisSaver(client=own, prefix=prefix)
+    own.close()
+    assert list(client.scan_iter(match=f"{prefix}:*")) == []

@@ -50,6 +50,7 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    refuse_decoding_client,
     retry_backoff,
 )
 from .check import Problem, check_store
@@ -137,6 +138,7 @@ class AsyncRedisSaver(RedisSaverBase):
                 pack_in_c(pool)
                 client = aredis.Redis(connection_pool=pool)
         assert client is not None
+        refuse_decoding_client(client)
         self._slot_move_wait = slot_move_wait
         self._client: aredis.Redis | AsyncRedisCluster = client
         if isinstance(client, AsyncRedisCluster):

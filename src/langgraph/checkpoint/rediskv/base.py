@@ -163,6 +163,18 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, InvalidResponse)
 
 
+def refuse_decoding_client(client: Any) -> None:
+    """A client that decodes replies into text (``decode_responses=True``) cannot read the
+    saver's values, which are bytes: refused before anything is written."""
+    encoder = client.get_encoder() if hasattr(client, "get_encoder") else None
+    if getattr(encoder, "decode_responses", False):
+        raise ValueError(
+            "the Redis client decodes replies into text (decode_responses=True), but "
+            "checkpoints are stored as bytes: give the saver a client, or a URL and options, "
+            "without decode_responses"
+        )
+
+
 def _describe_client(client: Any) -> str:
     try:
         kwargs = client.connection_pool.connection_kwargs

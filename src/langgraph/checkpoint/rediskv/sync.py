@@ -37,6 +37,7 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    refuse_decoding_client,
     retry_backoff,
 )
 from .check import Problem, check_store
@@ -157,6 +158,7 @@ class RedisSaver(RedisSaverBase):
                 )
                 client = redis.Redis(connection_pool=pool)
         assert client is not None
+        refuse_decoding_client(client)
         self._slot_move_wait = slot_move_wait
         self._client: redis.Redis | RedisCluster = client
         if isinstance(client, RedisCluster):
