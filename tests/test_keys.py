@@ -13,7 +13,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from redis.crc import key_slot
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv.keys import KeySchema, decode_part, encode_part
+from langgraph.checkpoint.rediskv.canonical import canonical
+from langgraph.checkpoint.rediskv.keys import KeySchema, blob_ref, decode_part, encode_part
 from langgraph.checkpoint.rediskv.scripts import _lua_dir
 
 from .conftest import data_keys, keys_of
@@ -184,3 +185,21 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
     shared = [f"{saver.prefix}:tm:source:%22input%22"]
     assert keys_of(client, f"{saver.prefix}:tm:*") == shared
     assert len(data_keys(client, saver.prefix)) == 3 * 7 + 1  # and the registry P:mk
+
+
+def test_remembered_refs_and_metadata_forms_keep_equal_values_of_other_types_apart() -> None:
+    """blob_ref and the canonical form of scalars are remembered (a chat repeats them); keys
+    that compare equal across types (1 == 1.0 == True) must not share an entry."""
+
+    def serialized(value: object) -> bytes:
+        raise AssertionError(f"a scalar is not serialized: {value!r}")
+
+    for order in ([1, 1.0, True, "1"], ["1", True, 1.0, 1]):
+        refs = {repr(v): blob_ref("c", v) for v in order}
+        assert refs == {"1": "c:1", "1.0": "c:1.0", "True": "c:True", "'1'": "c:1"}
+    for order in ([True, 1, False, 0], [1, True, 0, False]):
+        forms = {repr(v): canonical(v, serialized) for v in order}
+        assert forms == {"True": "true", "1": "1", "False": "false", "0": "0"}
+    assert canonical("é", serialized) == canonical("é", serialized) == '"\\u00e9"'
+    long_text = "x" * 1000  # (not remembered: the same form all the same)
+    assert canonical(long_text, serialized) == f'"{long_text}"'

@@ -437,12 +437,13 @@ class AsyncRedisSaver(RedisSaverBase):
         return self._max_bulk
 
     async def _send_now(self, request: Request) -> Any:
-        if largest_arg(request) > MIN_BULK_LIMIT:
+        large = largest_arg(request) > MIN_BULK_LIMIT
+        if large:
             refuse_oversized(request, await self._bulk_limit())
         try:
             if isinstance(request, ScriptCall):
                 if self._pipeline is not None:
-                    return await self._pipeline.call(request)
+                    return await self._pipeline.call(request, large)
                 if isinstance(self._client, AsyncRedisCluster):
                     return await self._call_on_cluster(self._guarded(request))
                 return await self._script(request)

@@ -17,7 +17,7 @@ import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, ResponseError
 
-from .core import MIN_BULK_LIMIT, ScriptCall, largest_arg
+from .core import ScriptCall
 from .functions import FunctionLibrary
 
 Pending = tuple[ScriptCall, "asyncio.Future[Any]"]
@@ -43,8 +43,10 @@ class AutoPipeline:
         self._in_flight = 0
         self._tasks: set[asyncio.Task[None]] = set()  # strong references to queued sends
 
-    async def call(self, call: ScriptCall) -> Any:
-        if largest_arg(call) > MIN_BULK_LIMIT:
+    async def call(self, call: ScriptCall, large: bool) -> Any:
+        """``call``'s reply. ``large``: an argument of it is over MIN_BULK_LIMIT (the caller
+        has looked: largest_arg)."""
+        if large:
             # a very large value goes alone: should the server refuse it, it drops the
             # connection, which must not fail the calls of other graphs
             return await self._run_alone(call)

@@ -23,6 +23,7 @@ matches the list with the same items; ``nan`` matches ``nan``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -32,10 +33,25 @@ from typing import Any
 _TAG = "\0"
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+# Scalars up to this long are remembered: a chat's metadata repeats its values (source,
+# user_id, a run's id) from checkpoint to checkpoint.
+_REMEMBERED_LENGTH = 256
+
+
 def canonical(value: Any, serialized: Callable[[Any], bytes]) -> str:
     """The canonical form of ``value``; ``serialized`` gives the serializer's bytes for
     values of other types."""
+    kind = type(value)
+    if kind in _SCALARS and (kind is not str or len(value) <= _REMEMBERED_LENGTH):
+        return _scalar(kind is bool, value)
     return json.dumps(_tree(value, serialized), sort_keys=True, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar(is_bool: bool, value: Any) -> str:
+    """(``is_bool`` is part of the cache's key: ``True == 1``, but their forms differ.)"""
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _sort_key(tree: Any) -> str:

@@ -97,8 +97,28 @@ class ZstdSerializer(SerializerProtocol):
         # with a checksum of the content (4 bytes): decompressed against anything but the
         # base's bytes, the value fails to read instead of coming out wrong
         dictionary = self.dictionaries.get(base, self.level or 1)
-        compressor = zstandard.ZstdCompressor(dict_data=dictionary, write_checksum=True)
-        return f"{REF_MARK}{base.ref};{type_}", compressor.compress(data)
+        return f"{REF_MARK}{base.ref};{type_}", self._ref_compressor(dictionary).compress(data)
+
+    def _ref_compressor(
+        self, dictionary: zstandard.ZstdCompressionDict
+    ) -> zstandard.ZstdCompressor:
+        """A compressor of this thread's for ``dictionary``: one made anew costs more than
+        the compression of a chat's messages against it. The last few are kept (a
+        thread's puts come one after another; a few hundred KB each)."""
+        kept: dict[int, tuple[zstandard.ZstdCompressionDict, zstandard.ZstdCompressor]] | None
+        kept = getattr(self._local, "ref_compressors", None)
+        if kept is None:
+            kept = self._local.ref_compressors = {}
+        found = kept.pop(id(dictionary), None)
+        if found is None or found[0] is not dictionary:
+            found = (
+                dictionary,
+                zstandard.ZstdCompressor(dict_data=dictionary, write_checksum=True),
+            )
+            while len(kept) >= REF_COMPRESSORS_KEPT:
+                del kept[next(iter(kept))]
+        kept[id(dictionary)] = found  # (the most recent last)
+        return found[1]
 
     def unpack(self, type_: str, payload: bytes, base: Base | None = None) -> tuple[str, bytes]:
         """The serializer's ``(type, bytes)`` of a stored value; ``base``: the base of a value
@@ -155,6 +175,7 @@ REF_MAX_SHARE = 0.5
 # of those it compressed against lately; values are compressed against a base at this level
 # at least (see reference_parameters).
 BASE_CACHE_BYTES = 32 << 20
+REF_COMPRESSORS_KEPT = 8  # per thread (ZstdSerializer._ref_compressor)
 COMPRESSION_DICTIONARY_BYTES = 32 << 20
 REF_LEVEL = 3
 

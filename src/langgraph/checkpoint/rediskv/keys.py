@@ -83,6 +83,7 @@ that both produce the same keys.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterable
@@ -260,8 +261,10 @@ def metadata_index_suffix(key: str, canonical: str) -> str:
     return f"{encode_part(key)}:{encode_part(canonical)}"
 
 
+@functools.lru_cache(maxsize=8192, typed=True)  # (typed: the version 1 is not 1.0)
 def blob_ref(channel: str, version: str | int | float) -> str:
-    """``C:V``: a blob's key suffix within its (thread, namespace), as stored in ``bv``."""
+    """``C:V``: a blob's key suffix within its (thread, namespace), as stored in ``bv``.
+    Remembered: a checkpoint names every channel's version, most of them its parent's."""
     return f"{encode_part(channel)}:{encode_part(str(version))}"
 
 
