@@ -274,8 +274,9 @@ class Conversation:
 
 def conversation(saver: BaseCheckpointSaver[Any], thread_id: str, user_id: str,
                  seed: int) -> Conversation:
-    """A conversation with the versions that ``saver`` makes, as a graph on it has them."""
-    return Conversation(thread_id, user_id, seed, saver.get_next_version)
+    """A conversation with the versions that ``saver`` makes, as a graph on it has them
+    (the floor, which stores nothing, makes none: LangGraph's default format)."""
+    return Conversation(thread_id, user_id, seed, getattr(saver, "get_next_version", None))
 
 
 async def apply(saver: BaseCheckpointSaver[Any], op: Op) -> None:
