@@ -342,6 +342,15 @@ async def make_subjects(args: argparse.Namespace, token: str) -> tuple[list[Subj
         return wanted is None or name in wanted
 
     redis_base = args.redis_url
+
+    async def forget_registration(saver: RedisSaver | AsyncRedisSaver) -> None:
+        # A reset deletes the prefix's keys, its registry of global indexes (P:mk) too, under
+        # the live saver, which registers its indexes once: it would take the registry for
+        # gone (as after a FLUSHDB with older writers about) and scan every thread on each
+        # global filter. The next put registers them again, on the store now empty: "ready".
+        saver._core.registered.clear()
+        saver._core.lists_known_ready.clear()
+
     if want(THIS):
         url = _redis_db_url(redis_base, args.redis_db)
         saver = AsyncRedisSaver(url, prefix=f"bench{token}a", index_metadata=INDEXED)
@@ -349,6 +358,7 @@ async def make_subjects(args: argparse.Namespace, token: str) -> tuple[list[Subj
         subjects.append(Subject(
             THIS, saver, redis_url=url, prefix=saver.prefix, admin=redis.Redis.from_url(url),
             close_fn=saver.aclose, floor=lambda s=floor_script: s(),
+            reset_fn=lambda s=saver: forget_registration(s),
         ))
     if want(THIS_SYNC):
         url = _redis_db_url(redis_base, args.redis_db + 1)
@@ -364,6 +374,7 @@ async def make_subjects(args: argparse.Namespace, token: str) -> tuple[list[Subj
         subjects.append(Subject(
             THIS_SYNC, ssaver, is_sync=True, redis_url=url, prefix=ssaver.prefix,
             admin=redis.Redis.from_url(url), close_fn=close_sync, floor=sync_floor,
+            reset_fn=lambda s=ssaver: forget_registration(s),
         ))
     if want("inmemory"):
         mem = InMemorySaver()
