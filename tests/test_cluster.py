@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -285,8 +286,8 @@ def test_a_turn_runs_as_fcalls_on_the_primary_of_its_slot(
     keys = KeySchema(prefix)
     threads = [f"t{i}" for i in range(9)]
     with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
-        # the library checked (or loaded) on every primary; each thread's first put puts it
-        # in the threads-by-value lists first (lua/include/lists.lua), a batch of scripts
+        # the library checked, or loaded, on each primary before its first FCALL there; each
+        # thread's first put puts it in the threads-by-value lists first (a batch of scripts)
         for thread in threads:
             put_and_read(saver, thread, 1)
         assert node_stats.libraries() == dict.fromkeys(node_stats.admins, LIBRARY_SOURCE)
@@ -378,3 +379,68 @@ def test_other_code_under_the_librarys_name_on_one_primary_turns_functions_off(
             assert node_stats.libraries()[port] == other  # (not the saver's to replace)
     finally:
         node_stats.admins[port].function_delete(LIBRARY)  # (the next saver loads its own)
+
+
+def test_a_primary_down_or_hung_holds_up_no_call_to_another(tmp_path: Path) -> None:
+    """The library is checked on each primary before its first FCALL there. It was checked
+    on every primary at once: one that did not answer held up every call of the saver for its
+    socket timeout, and one that was down counted as a dropped connection each time, which
+    turned functions off for good after three (the script of the call went through, on its
+    own primary)."""
+    cluster = LocalCluster(tmp_path).start()
+    admins = {node.port: redis.Redis(port=node.port) for node in cluster.nodes}
+    try:
+        for admin in admins.values():  # (the other primaries serve their slots on)
+            admin.config_set("cluster-require-full-coverage", "no")
+        with RedisCluster.from_url(cluster.url) as probe:
+            prefix = new_prefix()
+            keys = KeySchema(prefix)
+            # the primary that answers holds the prefix's registry (P:mk), which a saver
+            # writes before its first put
+            away = port_of(probe, keys.metadata_keys())
+            ports = {f"t{i}": port_of(probe, keys.thread(keys.tag(f"t{i}"))) for i in range(40)}
+        hung, down = (node for node in cluster.nodes if node.port != away)
+        url = f"redis://127.0.0.1:{away}/0"  # (a client starts from a primary that answers)
+        threads = [t for t, port in ports.items() if port == away][:4]
+        on_down = next(t for t, port in ports.items() if port == down.port)
+
+        def turn(saver: RedisSaver, thread: str, step: int) -> None:
+            # (metadata without strings: no threads-by-value list to write, on any primary)
+            version = saver.get_next_version(None, None)
+            saver.put(cfg(thread), make_checkpoint({"v": step}, {"v": version}), {"step": step},
+                      {"v": version})  # fmt: skip
+            got = saver.get_tuple(cfg(thread))
+            assert got is not None and got.checkpoint["channel_values"] == {"v": step}
+
+        with RedisSaver(url, cluster=True, prefix=prefix, functions=False) as writer:
+            turn(writer, on_down, 0)
+        # one primary hung (a cluster keeps serving with one primary out of three)
+        hung.pause()
+        try:
+            with RedisSaver(url, cluster=True, prefix=prefix, socket_timeout=5) as saver:
+                scripts = count_scripts(saver)
+                for step, thread in enumerate(threads):
+                    turn(saver, thread, step)
+                assert scripts == []  # every call an FCALL on the primary that answers
+        finally:
+            hung.resume()
+        # nothing was sent to the hung primary (what was would be counted once it resumed)
+        sent = admins[hung.port].info("commandstats")
+        assert [name for name in ("cmdstat_function|list", "cmdstat_function|load",
+                                  "cmdstat_fcall") if name in sent] == []  # fmt: skip
+        cluster.wait_until_healthy()
+        # one primary down
+        down.kill()
+        with RedisSaver(url, cluster=True, prefix=prefix, socket_timeout=5) as saver:
+            scripts = count_scripts(saver)
+            for step, thread in enumerate(threads * 2):
+                turn(saver, thread, step)
+                if step < 4:  # (a call on the primary that is down fails, as before)
+                    with pytest.raises(RedisUnavailableError):
+                        saver.get_tuple(cfg(on_down))
+            assert scripts == ["get_tuple"] * 4  # (those calls, as scripts); all else FCALLs
+            assert saver._library.enabled
+    finally:
+        for admin in admins.values():
+            admin.close()
+        cluster.stop()

@@ -6,15 +6,7 @@ import asyncio
 import inspect
 import itertools
 import time
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from types import TracebackType
@@ -147,8 +139,9 @@ class AsyncRedisSaver(RedisSaverBase):
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
-        # a chat turn's operations as FCALLs of a library (on every primary of a cluster)
+        # a chat turn's operations as FCALLs of a library (on each primary of a cluster)
         self._library_lock = asyncio.Lock()
+        self._node_locks: dict[str, asyncio.Lock] = {}  # (on a cluster, one per primary)
         self._library = FunctionLibrary(functions)
         self._loop: asyncio.AbstractEventLoop | None = None
         # redis-py's async cluster client fails with MaxConnectionsError past max_connections
@@ -300,8 +293,55 @@ class AsyncRedisSaver(RedisSaverBase):
         return out
 
     async def _call_on_cluster(self, call: ScriptCall) -> Any:
-        """One call on a cluster: an FCALL of the library, else the script (see _script)."""
-        return await self._script(call, self._script_on_cluster)
+        """As RedisSaver._call_on_cluster: an FCALL on the primary of the call's slot, else
+        the script."""
+        library = self._library
+        client = self._client
+        assert isinstance(client, AsyncRedisCluster)
+        for _ in range(2):  # (the second time, the function was not there)
+            if not library.serves(call):
+                break
+            node = client.get_node_from_key(call.keys[0])  # (see RedisSaver._call_on_cluster)
+            if node is None:  # (a slot no primary holds: the script says so)
+                break
+            if not library.verified_on(node.name):
+                # (one caller checks or loads it at a time: see RedisSaver._node_lock)
+                async with self._node_locks.setdefault(node.name, asyncio.Lock()):
+                    await self._prepare_node(node)
+                if not (library.serves(call) and library.verified_on(node.name)):
+                    break
+            try:
+                reply = await client.execute_command(
+                    "FCALL", *library.fcall_args(call), target_nodes=node
+                )
+            except (TryAgainError, ClusterError):
+                break  # (its slot is moving, nothing ran: the script waits the move out)
+            except ResponseError as exc:
+                if not library.call_failed(exc, node.name):
+                    raise
+            except UNAVAILABLE:
+                library.node_unreachable(node.name)  # (the call goes as a script: idempotent)
+                break
+            else:
+                library.worked()
+                return reply
+        return await self._script_on_cluster(call)
+
+    async def _prepare_node(self, node: Any) -> None:
+        """As RedisSaver._prepare_node."""
+        library = self._library
+        if library.verified_on(node.name):
+            return
+        try:
+            if library.listed(await self._list_library(node), node.name) or not library.enabled:
+                return
+            # not there: load it (a saver racing to load it too: compare what is there)
+            if await self._load_library(node) and not library.verified_on(node.name):
+                library.listed(await self._list_library(node), node.name)
+        except (ResponseError, ClusterError) as exc:  # (a primary failing over: a pause)
+            library.list_failed(exc)
+        except UNAVAILABLE:
+            library.node_unreachable(node.name)
 
     async def _script_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
@@ -318,13 +358,9 @@ class AsyncRedisSaver(RedisSaverBase):
                 await asyncio.sleep(min(backoff.compute(failures), self._slot_move_wait - waited))
         raise AssertionError("unreachable")
 
-    async def _script(
-        self,
-        call: ScriptCall,
-        run_script: Callable[[ScriptCall], Awaitable[Any]] | None = None,
-    ) -> Any:
-        """As RedisSaver._script: an FCALL of the library, else the script (an EVALSHA, or
-        ``run_script``)."""
+    async def _script(self, call: ScriptCall) -> Any:
+        """One script call on a standalone server: an FCALL of the saver's library (checked,
+        or loaded, before its first use), else an EVALSHA (see functions.py)."""
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -334,9 +370,7 @@ class AsyncRedisSaver(RedisSaverBase):
             if not library.ready(call):
                 break
             try:
-                reply = await self._fcall(call)
-            except (TryAgainError, ClusterError):
-                break  # (its slot is moving, nothing ran: the script waits the move out)
+                reply = await self._client.execute_command("FCALL", *library.fcall_args(call))
             except ResponseError as exc:
                 if not library.call_failed(exc):
                     raise
@@ -347,30 +381,16 @@ class AsyncRedisSaver(RedisSaverBase):
             else:
                 library.worked()
                 return reply
-        if run_script is not None:
-            reply = await run_script(call)
-        else:
-            reply = await self._scripts[call.name](keys=call.keys, args=call.args)
+        reply = await self._scripts[call.name](keys=call.keys, args=call.args)
         if dropped:
             library.script_worked()
         return reply
 
-    async def _fcall(self, call: ScriptCall) -> Any:
-        args = self._library.fcall_args(call)
-        if isinstance(self._client, AsyncRedisCluster):
-            # to the primary of its slot (see RedisSaver._fcall)
-            node = self._client.get_node_from_key(call.keys[0])
-            return await self._client.execute_command("FCALL", *args, target_nodes=node)
-        return await self._client.execute_command("FCALL", *args)  # type: ignore[no-untyped-call]
-
     async def _prepare_library(self, call: ScriptCall, lost: bool) -> bool:
-        """As RedisSaver._prepare_library."""
+        """Check the server's library before its first use, or load it (``lost``: a call
+        found its function gone); False when a FUNCTION command lost its connection."""
         library = self._library
         try:
-            if isinstance(self._client, AsyncRedisCluster):
-                if library.serves(call) and not library.verified:
-                    await self._prepare_on_cluster(self._client)
-                return True
             if lost and library.serves(call) and not library.verified:
                 await self._load_library()
             if not library.serves(call) or library.verified:
@@ -387,23 +407,6 @@ class AsyncRedisSaver(RedisSaverBase):
             library.connection_failed()
             return False
         return True
-
-    async def _prepare_on_cluster(self, client: AsyncRedisCluster) -> None:
-        """As RedisSaver._prepare_on_cluster, the primaries asked at once."""
-        library = self._library
-        nodes = client.get_primaries()
-        try:
-            listings = await asyncio.gather(*(self._list_library(node) for node in nodes))
-            missing = library.listed_on_nodes(list(listings))
-            if not missing or not library.enabled:
-                return
-            for i in missing:
-                if not await self._load_library(nodes[i]):
-                    return  # refused: functions off, or paused a while (load_failed)
-            listings = await asyncio.gather(*(self._list_library(node) for node in nodes))
-            library.listed_on_nodes(list(listings))
-        except (ResponseError, ClusterError) as exc:  # (a node failing over: a pause)
-            library.list_failed(exc)
 
     async def _list_library(self, node: Any = None) -> Any:
         if node is None:
@@ -422,8 +425,7 @@ class AsyncRedisSaver(RedisSaverBase):
                 )
         except ResponseError as exc:
             return self._library.load_failed(exc)
-        if node is None:
-            self._library.loaded()
+        self._library.loaded(node.name if node is not None else None)
         return True
 
     async def _bulk_limit(self) -> int:

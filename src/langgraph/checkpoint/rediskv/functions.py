@@ -1,5 +1,6 @@
 """How a saver runs the operations of a chat turn: as functions of a Redis Function library
-(``FUNCTION LOAD`` once, on every primary of a cluster; ``FCALL`` per call), else as scripts.
+(``FUNCTION LOAD`` once, on each primary of a cluster before its first call; ``FCALL`` per
+call), else as scripts.
 
 An ``EVALSHA`` runs its whole script anew, and so makes a closure for every helper the
 script's includes define (some 60 for a put, about 60,000 server instructions); a library
@@ -106,6 +107,9 @@ class FunctionLibrary:
         self.enabled = enabled
         # the server's library holds this saver's code: loaded by it, or listed and compared
         self.verified = False
+        # on a cluster, the primaries (by name) where it does: each is checked before its
+        # first FCALL, so that a primary down or hung holds up no call to another
+        self._verified_nodes: set[str] = set()
         self._clock = clock or time.monotonic
         self._paused_until = 0.0
         self._drops = 0  # function commands in a row that lost their connection
@@ -122,13 +126,19 @@ class FunctionLibrary:
         """The arguments of the FCALL command for ``call``."""
         return (self.names[call.name], len(call.keys), *call.keys, *call.args)
 
-    def call_failed(self, exc: ResponseError) -> bool:
+    def verified_on(self, node: str) -> bool:
+        """On a cluster: whether primary ``node`` holds this saver's library."""
+        return node in self._verified_nodes
+
+    def call_failed(self, exc: ResponseError, node: str | None = None) -> bool:
         """Whether an FCALL's error is the library's rather than the operation's: the
         function is not there (load the library, then call again), or the server or the ACL
-        does not allow functions (they are turned off: call the script)."""
+        does not allow functions (they are turned off: call the script). ``node``: the
+        cluster primary the FCALL went to."""
         message = str(exc)
         if message.startswith("Function not found"):
             self.verified = False  # (whatever is loaded next is checked again)
+            self._verified_nodes.discard(node or "")
             return True
         # (a command denied or unknown inside the function is the operation's error: the
         # server's message then names that command, not fcall)
@@ -143,6 +153,14 @@ class FunctionLibrary:
     def worked(self) -> None:
         """An FCALL went through."""
         self._drops = 0
+
+    def node_unreachable(self, node: str) -> None:
+        """On a cluster, an FCALL or a FUNCTION command could not reach primary ``node``
+        (down, failing over): the call goes as a script, which follows the cluster to the
+        slot's next primary or fails, and the library is checked there again before the
+        next FCALL. Calls to other primaries go on as they were, and no drop is counted
+        (a primary that is down fails the script too)."""
+        self._verified_nodes.discard(node)
 
     def connection_failed(self) -> None:
         """FCALL, FUNCTION LIST or FUNCTION LOAD lost its connection: the call goes as a
@@ -163,9 +181,13 @@ class FunctionLibrary:
                 self._drops,
             )
 
-    def loaded(self) -> None:
-        """FUNCTION LOAD took the library: the server holds this saver's code."""
-        self.verified = True
+    def loaded(self, node: str | None = None) -> None:
+        """FUNCTION LOAD took the library (on cluster primary ``node``): the server holds
+        this saver's code."""
+        if node is None:
+            self.verified = True
+        else:
+            self._verified_nodes.add(node)
         self._drops = 0
 
     def load_failed(self, exc: ResponseError) -> bool:
@@ -190,37 +212,25 @@ class FunctionLibrary:
         self._refused(exc)
         return False
 
-    def listed(self, listing: Any) -> bool:
-        """After FUNCTION LIST LIBRARYNAME <name> WITHCODE: whether the library holds this
-        saver's code (when it is not there at all, it is to be loaded: False). A library of
-        this name with other code turns functions off."""
-        self.listed_on_nodes([listing])
-        return self.verified
-
-    def listed_on_nodes(self, listings: list[Any]) -> list[int]:
-        """After FUNCTION LIST LIBRARYNAME <name> WITHCODE on each primary of a cluster (or
-        on the one server): the indexes of those where the library is to be loaded. It is
-        verified once every one holds this saver's code; a library of this name with other
-        code on any turns functions off."""
-        missing = []
-        for i, listing in enumerate(listings):
-            code = listed_libraries(listing).get(self.name)
-            if code is None:
-                missing.append(i)
-            elif code != self.source:
-                self._turn_off(
-                    logging.WARNING,
-                    "the Redis function library %s on the server is not this saver's code: "
-                    "the saver runs its scripts instead (delete the library, FUNCTION DELETE "
-                    "%s, and restart the saver's process to let it load its own)",
-                    self.name,
-                    self.name,
-                )
-                return []
-        if not missing:
-            self.verified = True
-            self._drops = 0
-        return missing
+    def listed(self, listing: Any, node: str | None = None) -> bool:
+        """After FUNCTION LIST LIBRARYNAME <name> WITHCODE (on cluster primary ``node``):
+        whether the library holds this saver's code (when it is not there at all, it is to
+        be loaded: False). A library of this name with other code turns functions off."""
+        code = listed_libraries(listing).get(self.name)
+        if code is None:
+            return False
+        if code != self.source:
+            self._turn_off(
+                logging.WARNING,
+                "the Redis function library %s on the server is not this saver's code: "
+                "the saver runs its scripts instead (delete the library, FUNCTION DELETE %s, "
+                "and restart the saver's process to let it load its own)",
+                self.name,
+                self.name,
+            )
+            return False
+        self.loaded(node)
+        return True
 
     def list_failed(self, exc: RedisError) -> None:
         """FUNCTION LIST was refused (or, on a cluster, could not reach a primary): an

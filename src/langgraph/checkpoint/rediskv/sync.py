@@ -7,7 +7,7 @@ import builtins
 import itertools
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from types import TracebackType
@@ -104,7 +104,7 @@ class RedisSaver(RedisSaverBase):
             puts). Checkpoints that a kept one rebuilds a DeltaChannel from are kept too (and
             hidden from get and list). ``None`` (the default) keeps the whole history.
         functions: run put, put_writes, get_tuple and list (of one thread) as functions of a
-            Lua library (FUNCTION LOAD once, on every primary of a cluster; then FCALL) built
+            Lua library (FUNCTION LOAD once, on each primary of a cluster; then FCALL) built
             from the same scripts: the server makes the scripts' helpers once instead of on
             every call (about 20% fewer server instructions per chat turn). Falls back to
             scripts where the server or the ACL allows no functions; ``False`` always uses
@@ -167,8 +167,9 @@ class RedisSaver(RedisSaverBase):
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
-        # a chat turn's operations as FCALLs of a library (on every primary of a cluster)
+        # a chat turn's operations as FCALLs of a library (on each primary of a cluster)
         self._library_lock = threading.Lock()
+        self._node_locks: dict[str, threading.Lock] = {}  # (on a cluster: see _node_lock)
         self._library = FunctionLibrary(functions)
 
     @classmethod
@@ -234,11 +235,9 @@ class RedisSaver(RedisSaverBase):
                 raise
             raise explained from exc
 
-    def _script(
-        self, call: ScriptCall, run_script: Callable[[ScriptCall], Any] | None = None
-    ) -> Any:
-        """One script call: an FCALL of the saver's library (checked, or loaded, before its
-        first use), else the script (see functions.py): an EVALSHA, or ``run_script``."""
+    def _script(self, call: ScriptCall) -> Any:
+        """One script call on a standalone server: an FCALL of the saver's library (checked,
+        or loaded, before its first use), else an EVALSHA (see functions.py)."""
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -248,9 +247,7 @@ class RedisSaver(RedisSaverBase):
             if not library.ready(call):
                 break
             try:
-                reply = self._fcall(call)
-            except (TryAgainError, ClusterError):
-                break  # (its slot is moving, nothing ran: the script waits the move out)
+                reply = self._client.execute_command("FCALL", *library.fcall_args(call))  # type: ignore[no-untyped-call]
             except ResponseError as exc:
                 if not library.call_failed(exc):
                     raise
@@ -261,32 +258,16 @@ class RedisSaver(RedisSaverBase):
             else:
                 library.worked()
                 return reply
-        if run_script is not None:
-            reply = run_script(call)
-        else:
-            reply = self._scripts[call.name](keys=call.keys, args=call.args)
+        reply = self._scripts[call.name](keys=call.keys, args=call.args)
         if dropped:
             library.script_worked()
         return reply
-
-    def _fcall(self, call: ScriptCall) -> Any:
-        args = self._library.fcall_args(call)
-        if isinstance(self._client, RedisCluster):
-            # to the primary of its slot, as redis-py sends an EVALSHA: for an FCALL it would
-            # ask the server for the keys first (COMMAND GETKEYS, with every argument)
-            node = self._client.get_node_from_key(call.keys[0])  # type: ignore[no-untyped-call]
-            return self._client.execute_command("FCALL", *args, target_nodes=node)  # type: ignore[no-untyped-call]
-        return self._client.execute_command("FCALL", *args)  # type: ignore[no-untyped-call]
 
     def _prepare_library(self, call: ScriptCall, lost: bool) -> bool:
         """Check the server's library before its first use, or load it (``lost``: a call
         found its function gone); False when a FUNCTION command lost its connection."""
         library = self._library
         try:
-            if isinstance(self._client, RedisCluster):
-                if library.serves(call) and not library.verified:
-                    self._prepare_on_cluster(self._client)
-                return True
             if lost and library.serves(call) and not library.verified:
                 self._load_library()
             if not library.serves(call) or library.verified:
@@ -303,22 +284,6 @@ class RedisSaver(RedisSaverBase):
             library.connection_failed()
             return False
         return True
-
-    def _prepare_on_cluster(self, client: RedisCluster) -> None:
-        """Check the library on every primary, and load it where it is not (a primary added
-        since, or one that lost it); then check again, as a saver may have raced to load it."""
-        library = self._library
-        nodes = client.get_primaries()  # type: ignore[no-untyped-call]
-        try:
-            missing = library.listed_on_nodes([self._list_library(node) for node in nodes])
-            if not missing or not library.enabled:
-                return
-            for i in missing:
-                if not self._load_library(nodes[i]):
-                    return  # refused: functions off, or paused a while (load_failed)
-            library.listed_on_nodes([self._list_library(node) for node in nodes])
-        except (ResponseError, ClusterError) as exc:  # (a node failing over: a pause)
-            library.list_failed(exc)
 
     def _list_library(self, node: Any = None) -> Any:
         if node is None:
@@ -337,8 +302,7 @@ class RedisSaver(RedisSaverBase):
                 )
         except ResponseError as exc:
             return self._library.load_failed(exc)
-        if node is None:
-            self._library.loaded()
+        self._library.loaded(node.name if node is not None else None)
         return True
 
     def _batch_on_cluster(self, calls: Sequence[ScriptCall]) -> list[Any]:
@@ -434,8 +398,61 @@ class RedisSaver(RedisSaverBase):
         return out
 
     def _call_on_cluster(self, call: ScriptCall) -> Any:
-        """One call on a cluster: an FCALL of the library, else the script (see _script)."""
-        return self._script(call, self._script_on_cluster)
+        """One call on a cluster: an FCALL of the library on the primary of the call's slot
+        (the library checked, or loaded, there before its first FCALL), else the script."""
+        library = self._library
+        client = self._client
+        assert isinstance(client, RedisCluster)
+        for _ in range(2):  # (the second time, the function was not there)
+            if not library.serves(call):
+                break
+            # as redis-py sends an EVALSHA: routing an FCALL itself, it would ask the server
+            # for the command's keys first (COMMAND GETKEYS, with every argument)
+            node = client.get_node_from_key(call.keys[0])  # type: ignore[no-untyped-call]
+            if not library.verified_on(node.name):
+                with self._node_lock(node.name):  # (one caller checks or loads it at a time)
+                    self._prepare_node(node)
+                if not (library.serves(call) and library.verified_on(node.name)):
+                    break
+            try:
+                reply = client.execute_command(  # type: ignore[no-untyped-call]
+                    "FCALL", *library.fcall_args(call), target_nodes=node
+                )
+            except (TryAgainError, ClusterError):
+                break  # (its slot is moving, nothing ran: the script waits the move out)
+            except ResponseError as exc:
+                if not library.call_failed(exc, node.name):
+                    raise
+            except UNAVAILABLE:
+                library.node_unreachable(node.name)  # (the call goes as a script: idempotent)
+                break
+            else:
+                library.worked()
+                return reply
+        return self._script_on_cluster(call)
+
+    def _node_lock(self, node: str) -> threading.Lock:
+        """The lock of cluster primary ``node``'s library check: one per primary, so that a
+        check held up by a primary that does not answer holds up no call to another."""
+        with self._library_lock:
+            return self._node_locks.setdefault(node, threading.Lock())
+
+    def _prepare_node(self, node: Any) -> None:
+        """Check the library on cluster primary ``node``, or load it there (a primary that
+        was added, or restarted empty, since the saver last called it)."""
+        library = self._library
+        if library.verified_on(node.name):
+            return
+        try:
+            if library.listed(self._list_library(node), node.name) or not library.enabled:
+                return
+            # not there: load it (a saver racing to load it too: compare what is there)
+            if self._load_library(node) and not library.verified_on(node.name):
+                library.listed(self._list_library(node), node.name)
+        except (ResponseError, ClusterError) as exc:  # (a primary failing over: a pause)
+            library.list_failed(exc)
+        except UNAVAILABLE:
+            library.node_unreachable(node.name)
 
     def _script_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
