@@ -304,11 +304,11 @@ class AsyncRedisSaver(RedisSaverBase):
             node = client.get_node_from_key(call.keys[0])  # (see RedisSaver._call_on_cluster)
             if node is None:  # (a slot no primary holds: the script says so)
                 break
-            if not library.verified_on(node.name):
+            if not library.holds(node.name):
                 # (one caller checks or loads it at a time: see RedisSaver._node_lock)
                 async with self._node_locks.setdefault(node.name, asyncio.Lock()):
                     await self._prepare_node(node)
-                if not (library.serves(call) and library.verified_on(node.name)):
+                if not (library.serves(call) and library.holds(node.name)):
                     break
             try:
                 reply = await client.execute_command(
@@ -329,19 +329,12 @@ class AsyncRedisSaver(RedisSaverBase):
 
     async def _prepare_node(self, node: Any) -> None:
         """As RedisSaver._prepare_node."""
-        library = self._library
-        if library.verified_on(node.name):
+        if self._library.holds(node.name):
             return
         try:
-            if library.listed(await self._list_library(node), node.name) or not library.enabled:
-                return
-            # not there: load it (a saver racing to load it too: compare what is there)
-            if await self._load_library(node) and not library.verified_on(node.name):
-                library.listed(await self._list_library(node), node.name)
-        except (ResponseError, ClusterError) as exc:  # (a primary failing over: a pause)
-            library.list_failed(exc)
+            await self._check_or_load(node)
         except UNAVAILABLE:
-            library.node_unreachable(node.name)
+            self._library.node_unreachable(node.name)
 
     async def _script_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)
@@ -393,20 +386,25 @@ class AsyncRedisSaver(RedisSaverBase):
         try:
             if lost and library.serves(call) and not library.verified:
                 await self._load_library()
-            if not library.serves(call) or library.verified:
-                return True
-            try:
-                if library.listed(await self._list_library()) or not library.enabled:
-                    return True
-                # not there: load it (a saver racing to load it too: compare what is there)
-                if await self._load_library() and not library.verified:
-                    library.listed(await self._list_library())
-            except ResponseError as exc:
-                library.list_failed(exc)
+            if library.serves(call) and not library.verified:
+                await self._check_or_load()
         except UNAVAILABLE:
             library.connection_failed()
             return False
         return True
+
+    async def _check_or_load(self, node: Any = None) -> None:
+        """As RedisSaver._check_or_load."""
+        library = self._library
+        name = node.name if node is not None else None
+        try:
+            if library.listed(await self._list_library(node), name) or not library.enabled:
+                return
+            # not there: load it (a saver racing to load it too: compare what is there)
+            if await self._load_library(node) and not library.holds(name):
+                library.listed(await self._list_library(node), name)
+        except (ResponseError, ClusterError) as exc:  # (on a cluster: a primary failing over)
+            library.list_failed(exc)
 
     async def _list_library(self, node: Any = None) -> Any:
         if node is None:

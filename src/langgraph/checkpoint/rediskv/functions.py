@@ -95,6 +95,16 @@ def package_libraries(listing: Any) -> dict[str, str | None]:
     }
 
 
+def versions_on_server(listing: Any) -> tuple[str, list[str]]:
+    """From a FUNCTION LIST LIBRARYNAME rediskv_* WITHCODE reply: whether this version's
+    library is "loaded", "not loaded" or holds "other code", and the names of the libraries
+    of other versions, sorted."""
+    name, source, _ = function_library()
+    code = listed_libraries(listing).get(name)
+    state = "not loaded" if code is None else "loaded" if code == source else "other code"
+    return state, sorted(set(package_libraries(listing)) - {name})
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -126,9 +136,10 @@ class FunctionLibrary:
         """The arguments of the FCALL command for ``call``."""
         return (self.names[call.name], len(call.keys), *call.keys, *call.args)
 
-    def verified_on(self, node: str) -> bool:
-        """On a cluster: whether primary ``node`` holds this saver's library."""
-        return node in self._verified_nodes
+    def holds(self, node: str | None = None) -> bool:
+        """Whether the server (on a cluster: primary ``node``) is known to hold this saver's
+        library."""
+        return self.verified if node is None else node in self._verified_nodes
 
     def call_failed(self, exc: ResponseError, node: str | None = None) -> bool:
         """Whether an FCALL's error is the library's rather than the operation's: the

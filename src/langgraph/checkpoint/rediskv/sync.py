@@ -270,20 +270,26 @@ class RedisSaver(RedisSaverBase):
         try:
             if lost and library.serves(call) and not library.verified:
                 self._load_library()
-            if not library.serves(call) or library.verified:
-                return True
-            try:
-                if library.listed(self._list_library()) or not library.enabled:
-                    return True
-                # not there: load it (a saver racing to load it too: compare what is there)
-                if self._load_library() and not library.verified:
-                    library.listed(self._list_library())
-            except ResponseError as exc:
-                library.list_failed(exc)
+            if library.serves(call) and not library.verified:
+                self._check_or_load()
         except UNAVAILABLE:
             library.connection_failed()
             return False
         return True
+
+    def _check_or_load(self, node: Any = None) -> None:
+        """Compare the server's library (on a cluster: primary ``node``'s) with this saver's
+        code, or load it where it is not there."""
+        library = self._library
+        name = node.name if node is not None else None
+        try:
+            if library.listed(self._list_library(node), name) or not library.enabled:
+                return
+            # not there: load it (a saver racing to load it too: compare what is there)
+            if self._load_library(node) and not library.holds(name):
+                library.listed(self._list_library(node), name)
+        except (ResponseError, ClusterError) as exc:  # (on a cluster: a primary failing over)
+            library.list_failed(exc)
 
     def _list_library(self, node: Any = None) -> Any:
         if node is None:
@@ -409,10 +415,10 @@ class RedisSaver(RedisSaverBase):
             # as redis-py sends an EVALSHA: routing an FCALL itself, it would ask the server
             # for the command's keys first (COMMAND GETKEYS, with every argument)
             node = client.get_node_from_key(call.keys[0])  # type: ignore[no-untyped-call]
-            if not library.verified_on(node.name):
+            if not library.holds(node.name):
                 with self._node_lock(node.name):  # (one caller checks or loads it at a time)
                     self._prepare_node(node)
-                if not (library.serves(call) and library.verified_on(node.name)):
+                if not (library.serves(call) and library.holds(node.name)):
                     break
             try:
                 reply = client.execute_command(  # type: ignore[no-untyped-call]
@@ -440,19 +446,12 @@ class RedisSaver(RedisSaverBase):
     def _prepare_node(self, node: Any) -> None:
         """Check the library on cluster primary ``node``, or load it there (a primary that
         was added, or restarted empty, since the saver last called it)."""
-        library = self._library
-        if library.verified_on(node.name):
+        if self._library.holds(node.name):
             return
         try:
-            if library.listed(self._list_library(node), node.name) or not library.enabled:
-                return
-            # not there: load it (a saver racing to load it too: compare what is there)
-            if self._load_library(node) and not library.verified_on(node.name):
-                library.listed(self._list_library(node), node.name)
-        except (ResponseError, ClusterError) as exc:  # (a primary failing over: a pause)
-            library.list_failed(exc)
+            self._check_or_load(node)
         except UNAVAILABLE:
-            library.node_unreachable(node.name)
+            self._library.node_unreachable(node.name)
 
     def _script_on_cluster(self, call: ScriptCall) -> Any:
         """A script call that waits out a move of its slot: the server refuses it (TRYAGAIN)

@@ -12,7 +12,7 @@ from typing import Any
 import redis
 
 from ..check import Problem
-from ..functions import listed_libraries, package_libraries
+from ..functions import versions_on_server
 from ..keys import KeySchema
 from ..scripts import FUNCTION_OPS, function_library, script_sources
 from .common import CliError, index_states, open_saver, refused
@@ -232,24 +232,23 @@ def _scripts_check(client: redis.Redis, library: str | None) -> Check:
 def _functions_check(client: redis.Redis) -> Check:
     """The function library that savers of this version call (functions.py), and those of
     other versions, which stay on the server until deleted."""
-    name, source, _ = function_library()
+    name = function_library()[0]
     try:
         listing = client.function_list(library="rediskv_*", withcode=True)
     except redis.exceptions.ResponseError as exc:
         if str(exc).lower().startswith("unknown"):
             return _check("functions", "info", "the server has no functions: savers run scripts")
         return _check("functions", "unknown", refused("FUNCTION LIST", exc))
-    libraries = listed_libraries(listing)
-    others = sorted(set(package_libraries(listing)) - {name})
+    state, others = versions_on_server(listing)
     old = (
         f"; {len(others)} of other versions ({', '.join(others)}): `rediskv libraries "
         "--delete-old` deletes them"
         if others
         else ""
     )
-    if name not in libraries:
+    if state == "not loaded":
         return _check("functions", "info", f"{name} not loaded yet (loaded on first use){old}")
-    if libraries[name] != source:
+    if state == "other code":
         return _check(
             "functions",
             "warn",

@@ -9,7 +9,7 @@ from typing import Any
 
 import redis
 
-from ..functions import listed_libraries, package_libraries
+from ..functions import versions_on_server
 from ..keys import KeySchema
 from ..scripts import function_library
 from ..sync import RedisSaver
@@ -158,7 +158,7 @@ def cmd_libraries(args: argparse.Namespace) -> int:
     # Each version of the package loads a library of its own (rediskv_<digest of its code>),
     # and none deletes another's. Deleting one that a saver still runs costs that saver a
     # FUNCTION LOAD on its next call (it loads its library again, or runs its scripts).
-    name, source, _ = function_library()
+    name = function_library()[0]
     with open_saver(args) as saver:
         client = saver.client
         if not isinstance(client, redis.Redis):  # the CLI connects to one server
@@ -171,8 +171,7 @@ def cmd_libraries(args: argparse.Namespace) -> int:
                     "the server has no functions (Redis 7.0 and later, Valkey)"
                 ) from None
             raise CliError(refused("FUNCTION LIST", exc)) from exc
-        code = listed_libraries(listing).get(name)
-        others = sorted(set(package_libraries(listing)) - {name})
+        state, others = versions_on_server(listing)
         deleted: list[str] = []
         failed: list[dict[str, str]] = []
         if args.delete_old:
@@ -184,7 +183,6 @@ def cmd_libraries(args: argparse.Namespace) -> int:
                         failed.append({"library": old, "error": refused("FUNCTION DELETE", exc)})
                         continue
                 deleted.append(old)
-    state = "not loaded" if code is None else "loaded" if code == source else "other code"
     kept = [old for old in others if old not in deleted]
     data: dict[str, Any] = {"library": name, "state": state, "others": kept, "deleted": deleted}
     if failed:
