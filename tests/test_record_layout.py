@@ -7,6 +7,7 @@ Redis, which costs about 600 bytes more per checkpoint than the same fields in a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -153,6 +154,10 @@ def test_a_corrupt_record_is_an_error_that_names_it(
     packed = client.get(key)
     assert packed is not None
     client.set(key, packed[:-10])  # by hand: the end of the checkpoint cut off
+    # (the client reads the large fields: it finds the end cut off)
+    with pytest.raises(ValueError, match=f"corrupt checkpoint record {re.escape(key)}: corrupt"):
+        saver.get_tuple(cfg("t"))
+    client.set(key, b"2:9999:bv" + packed)  # a small field that claims more than there is
     with pytest.raises(redis.exceptions.ResponseError, match=f"corrupt checkpoint record {key}"):
         saver.get_tuple(cfg("t"))
 

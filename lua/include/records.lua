@@ -1,16 +1,51 @@
 -- Reading checkpoints back; inlined where a script says `-- @include records` (after keyschema).
 
--- One checkpoint as the Python core decodes it:
---   { ns, id, checkpoint, metadata, parent id | false, {ref, value, ...}, {field, record, ...} }
--- A checkpoint comes back complete or not at all: nil when its hash is gone (expired or
--- deleted), hidden, or when one of the blobs it references is. With ttl > 0 every key read gets a
--- fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index and
--- the global metadata indexes it is in (extended only: they are shared).
+-- The small fields of a record string that load_checkpoint reads (the small fields come
+-- before md, ck and the pending writes: include/record.lua), and whether it holds a
+-- checkpoint (ck). The client reads the other fields from the string itself.
+local HEAD_FIELDS = { bv = true, h = true, r = true, ix = true }  -- (what load_checkpoint reads)
+local function record_head(packed, key)
+  local fields, pos, size = {}, 1, #packed
+  while pos <= size do
+    local name, first, stop = field_at(packed, pos)
+    if not stop or stop > size then
+      error("corrupt checkpoint record " .. key .. " at byte " .. pos)
+    end
+    if LARGE_FIELDS[name] or is_write_field(name) then  -- md, then ck, then the writes
+      if name == "md" then name = field_at(packed, stop + 1) end
+      return fields, name == "ck"
+    end
+    if HEAD_FIELDS[name] and fields[name] == nil then fields[name] = string.sub(packed, first, stop) end
+    pos = stop + 1
+  end
+  return fields, false
+end
+
+-- One checkpoint as the Python core decodes it (core.py's decode_record):
+--   { ns, id, record, {ref, value, ...}, {field, write, ...} }
+-- the record as stored (a string: include/record.lua; one written as a hash is packed so),
+-- which the client parses (a field read here costs the server a copy of its bytes), the
+-- values of its blobs, and the pending writes in its writes hash (those in the record are in
+-- the record).
+-- A checkpoint comes back complete or not at all: nil when its record is gone (expired or
+-- deleted), hidden, or when one of the blobs it references is. With ttl > 0 every key read
+-- gets a fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index
+-- and the global metadata indexes it is in (extended only: they are shared).
 local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
-  local rec = record(cp)
+  local packed = redis.pcall("GET", cp)
+  local rec, complete
+  if type(packed) == "string" then
+    rec, complete = record_head(packed, cp)
+  elseif not packed then
+    return nil
+  else  -- a record written as a hash (the GET failed with WRONGTYPE)
+    rec = record(cp)
+    complete = rec.ck ~= nil
+    packed = pack_record(flat_fields(rec))
+  end
   -- h: kept by keep_last only for the delta chain of newer ones (include/trim.lua)
-  if not rec.ck or rec.h then return nil end
+  if not complete or rec.h then return nil end
   local refs = split_refs(rec.bv)
   local blobs = {}
   if #refs > 0 then
@@ -27,12 +62,12 @@ local function load_checkpoint(K, ns, id, ttl)
       blobs[#blobs + 1] = values[j]
     end
   end
-  local writes, in_hash = checkpoint_writes(K, ns, id, rec)
+  local writes = redis.call("HGETALL", K.writes(ns, id))
   if ttl > 0 then
     keep_checkpoint_alive(K, ns, id, ttl, rec.bv, rec.r, rec.ix)
-    if in_hash then keep_alive(K.writes(ns, id), ttl, false) end
+    if #writes > 0 then keep_alive(K.writes(ns, id), ttl, false) end
   end
-  return { ns, id, rec.ck, rec.md, rec.p or false, blobs, writes }
+  return { ns, id, packed, blobs, writes }
 end
 
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in `args`

@@ -58,6 +58,7 @@ from .keys import (
     encode_part,
     metadata_index_suffix,
     pack_fields,
+    parse_record,
 )
 from .settings import TTLSettings
 
@@ -554,9 +555,23 @@ class SaverCore:
     def decode_record(
         self, thread_id: str, record: Sequence[Any], warm: bool = False
     ) -> CheckpointTuple:
-        """A checkpoint as a script returns it (include/records.lua). ``warm``: remember the
+        """A checkpoint as a script returns it (include/records.lua's load_checkpoint: its
+        record as stored, which is parsed here, its blobs and the writes of its writes hash).
+        ``warm``: remember the
         bases of its channels, as a put that follows it compresses against them."""
-        ns_enc, raw_id, ck, md, parent, blobs, writes = record
+        ns_enc, raw_id, packed, blobs, hash_writes = record
+        try:
+            fields = parse_record(packed)
+            ck, md, parent = fields[b"ck"], fields[b"md"], fields.get(b"p")
+        except (ValueError, KeyError) as exc:
+            ns_raw, tag = decode_part(ns_enc.decode()), self.keys.tag(thread_id)
+            key = self.keys.checkpoint(tag, ns_raw, raw_id.decode())
+            raise ValueError(f"corrupt checkpoint record {key}: {exc}") from exc
+        # its pending writes: those in its writes hash, then those in the record
+        writes = list(hash_writes)
+        for name, value in fields.items():
+            if name.startswith(b"w:"):
+                writes += (name[2:], value)
         ns = decode_part(ns_enc.decode())
         checkpoint_id = raw_id.decode()
         if ck.startswith(INLINE_MARK):
