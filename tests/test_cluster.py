@@ -22,6 +22,7 @@ from .conftest import LocalCluster, SlotMove, new_prefix, slot_moving
 from .test_conformance import test_conformance_all_capabilities  # noqa: F401
 from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
+from .test_security import CLUSTER_COMMANDS, SAVER_COMMANDS
 from .test_ttl import build_chat, expected_messages, turn
 
 
@@ -444,3 +445,57 @@ def test_a_primary_down_or_hung_holds_up_no_call_to_another(tmp_path: Path) -> N
         for admin in admins.values():
             admin.close()
         cluster.stop()
+
+
+def test_saver_works_as_an_acl_user_limited_to_its_prefix_on_a_cluster(
+    local_cluster: LocalCluster,
+) -> None:
+    """The README's least-privilege list with its cluster part is enough on a cluster, sync and
+    async, functions and scripts. (Without COMMAND, redis-py's cluster client did not start;
+    without ZRANGEBYSCORE and HDEL, the threads-by-value lists failed; neither was listed.)"""
+    prefix, user = new_prefix(), f"acl-{new_prefix()}"
+    admins = [redis.Redis(port=node.port) for node in local_cluster.nodes]
+    for admin in admins:
+        try:
+            admin.acl_setuser(f"{user}-probe", commands=["+client|setinfo"])
+            admin.acl_deluser(f"{user}-probe")
+            extra = ["client|setinfo"]
+        except redis.exceptions.ResponseError:
+            extra = []
+        admin.acl_setuser(
+            user, enabled=True, passwords=["+s3cret"], keys=[f"{prefix}:*"],
+            commands=[f"+{c}" for c in SAVER_COMMANDS + CLUSTER_COMMANDS + extra],
+        )  # fmt: skip
+    url = f"redis://{user}:s3cret@127.0.0.1:{local_cluster.nodes[0].port}/0"
+    try:
+        for functions in (True, False):
+            with RedisSaver(url, prefix=prefix, cluster=True, functions=functions) as saver:
+                graph = build_chat(saver)
+                for i in range(3):
+                    turn(graph, f"t{functions}", f"user {i}")
+                saver.copy_thread(f"t{functions}", f"copy{functions}")
+                assert len(list(saver.list(None, filter={"source": "loop"}, limit=3))) == 3
+                saver.prune([f"copy{functions}"], strategy="keep_latest")
+                saver.delete_for_runs(["no-such-run"])
+                assert saver.check_invariants() == []
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    saver.client.get("other:secret")
+
+        async def async_turns() -> list[str]:
+            async with AsyncRedisSaver(url, prefix=prefix, cluster=True) as saver:
+                graph = build_chat(saver)
+                for i in range(2):
+                    config = {"configurable": {"thread_id": "async"}}
+                    await graph.ainvoke({"messages": [f"user {i}"]}, config)  # type: ignore[arg-type]
+                await saver.adelete_thread("tTrue")
+                return [t.config["configurable"]["thread_id"] async for t in saver.alist(None)]
+
+        threads = asyncio.run(async_turns())
+        assert sorted(set(threads)) == ["async", "copyFalse", "copyTrue", "tFalse"]
+        denied = [entry["object"] for admin in admins for entry in admin.acl_log(100)
+                  if entry.get("username") == user]  # fmt: skip
+        assert set(denied) == {"other:secret"}  # (the two reads above, nothing else)
+    finally:
+        for admin in admins:
+            admin.acl_deluser(user)
+            admin.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,27 @@ SAVER_COMMANDS = [
     # threads-by-value indexes: read newest first, the smallest of several
     "zrevrangebyscore", "zcard",
 ]  # fmt: skip
+# and on a Redis Cluster: redis-py's cluster client reads the command table (COMMAND) and the
+# topology (CLUSTER SLOTS) when it starts, and its pipelines ask COMMAND GETKEYS; a listing
+# checks CLUSTER NODES; the threads-by-value lists (include/lists.lua) take HDEL and
+# ZRANGEBYSCORE
+CLUSTER_COMMANDS = ["command", "cluster|slots", "cluster|nodes", "hdel", "zrangebyscore"]
+
+_README = Path(__file__).resolve().parents[1] / "README.md"
+_LUA = Path(__file__).resolve().parents[1] / "lua"
+
+
+def test_the_readme_lists_every_command_the_scripts_call() -> None:
+    """The least-privilege list of the README's Security section names every command a script
+    calls, and the tests' ACL users get the same (the cluster-only ones on a cluster)."""
+    called = set()
+    for script in [*_LUA.glob("*.lua"), *_LUA.glob("include/*.lua")]:
+        called |= {c.lower() for c in re.findall(r'redis\.p?call\("([A-Z]+)"', script.read_text())}
+    section = _README.read_text().split("- **Least privilege.**", 1)[1].split("\n- **", 1)[0]
+    listed = {c.lower() for c in re.findall(r"`([A-Z]+)`", section)}
+    assert called - listed == set()
+    assert called - set(SAVER_COMMANDS) == {"hdel", "zrangebyscore"}  # (a cluster's only)
+    assert called - set(SAVER_COMMANDS) - set(CLUSTER_COMMANDS) == set()
 
 
 def test_saver_works_as_an_acl_user_limited_to_its_prefix(
