@@ -11,7 +11,8 @@ Each tree (a checkout with src/ and lua/) is measured in a child process with th
 src/ first on PYTHONPATH: a redis-server of its own runs under `valgrind --tool=callgrind`
 with instrumentation off, cost.py's chat conversation (benchmarks/cost.py) is written for 20
 turns through AsyncRedisSaver, then for each op the next --turns turns' calls of that kind are
-sent with instrumentation on (get: the latest checkpoint, 20 times; turn: every call of the
+sent with instrumentation on (get: the latest checkpoint, 20 times; list: a page of 10 of the
+thread's checkpoints, 10 times; turn: every call of the
 next --turns turns, counted per turn, which is the issue's unit). The count is every
 instruction of the server process in that span (its cron too: run at hz 1), divided by the
 calls: userland only, so the kernel's share of a request (its socket reads and writes) is
@@ -33,7 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-OPS = ("put", "writes", "get", "turn")
+OPS = ("put", "writes", "get", "list", "turn")
+LISTS = 10  # list: a page of 10 checkpoints of the thread, 10 times
 SAVERS = ("rediskv", "plainredis")
 GETS = 20
 
@@ -99,6 +101,8 @@ async def measure(ops: list[str], turns: int, redis_server: str,
                 chosen, per = list(conv.turns(turns)), turns
             elif op == "get":
                 chosen, per = [calls[0]] * GETS, GETS
+            elif op == "list":
+                chosen, per = [], LISTS
             else:
                 chosen = [c for c in calls if c.kind == op]
                 per = len(chosen)
@@ -106,6 +110,9 @@ async def measure(ops: list[str], turns: int, redis_server: str,
             _control("-i", "on", str(proc.pid))
             for call in chosen:
                 await cost.apply(saver, call)
+            if op == "list":
+                for _ in range(LISTS):
+                    assert len([t async for t in saver.alist(calls[0].config, limit=10)]) == 10
             _control("-i", "off", str(proc.pid))
             before = set(glob.glob(f"{folder}/out.*"))
             _control("-d", op, str(proc.pid))
@@ -126,7 +133,7 @@ async def measure(ops: list[str], turns: int, redis_server: str,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trees", default=".", help="comma-separated checkouts (default: .)")
-    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated: put,writes,get")
+    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated: put,writes,get,list,turn")
     parser.add_argument("--turns", type=int, default=30, help="turns whose calls are counted")
     parser.add_argument("--saver", choices=SAVERS, default="rediskv",
                         help="plainredis: the peer, measured the same way (--trees ignored)")
