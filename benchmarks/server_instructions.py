@@ -133,7 +133,7 @@ async def measure(ops: list[str], turns: int, redis_server: str,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trees", default=".", help="comma-separated checkouts (default: .)")
-    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated: put,writes,get,list,turn")
+    parser.add_argument("--ops", default=",".join(OPS), help=f"comma-separated: {','.join(OPS)}")
     parser.add_argument("--turns", type=int, default=30, help="turns whose calls are counted")
     parser.add_argument("--saver", choices=SAVERS, default="rediskv",
                         help="plainredis: the peer, measured the same way (--trees ignored)")
