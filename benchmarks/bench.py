@@ -63,6 +63,7 @@ from langgraph.graph.message import add_messages
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.compression import REF_MARK
 from langgraph.checkpoint.rediskv.core import INLINE_MARK
+from langgraph.checkpoint.rediskv.keys import parse_record
 
 # The saver's default metadata index, plus the key the chat backend searches threads by.
 INDEXED = ("source", "step", "run_id", "user_id")
@@ -1285,14 +1286,17 @@ def stage_breakdown(saver: AsyncRedisSaver, reader: ThreadBuilder, put_args: Put
     with redis.Redis.from_url(saver._url) as client:
         client.script_load(saver._scripts["get_tuple"].script)
         reply = client.evalsha(sha, len(request.keys), *request.keys, *request.args)
-    blobs = dict(zip(reply[5][::2], reply[5][1::2], strict=True))
+    _, _, packed, blob_list, hash_writes, _, large = reply  # (records.lua's load_checkpoint)
+    fields = parse_record(packed, large - 1)
+    blobs = dict(zip(blob_list[::2], blob_list[1::2], strict=True))
     channels: set[bytes] = set()
     values = []  # a channel's first blob is its value, the others bases (as decode_record)
     for ref, blob in blobs.items():
         if ref.split(b":", 1)[0] not in channels:
             channels.add(ref.split(b":", 1)[0])
             values.append(blob)
-    stored = [reply[2], reply[3], *values, *reply[6][1::2]]
+    writes = [*hash_writes[1::2], *(v for name, v in fields.items() if name.startswith(b"w:"))]
+    stored = [fields[b"ck"], fields[b"md"], *values, *writes]
 
     def load(value: bytes) -> Any:
         # as decode_record does: the mark of a record with values inside, values stored

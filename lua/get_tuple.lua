@@ -11,8 +11,10 @@
            wins), or -1 to leave expiries alone
 
   Reply: nil when there is no such checkpoint (or it is incomplete, or its thread's root
-  P:th:{T} is gone), else
-    { ns, id, checkpoint, metadata, parent id | nil, {ref, value, ...}, {field, record, ...} }
+  P:th:{T} is gone), else (include/records.lua's load_checkpoint)
+    { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | nil, large }
+  the record as stored (the client parses its large fields, md, ck and the pending writes,
+  from byte `large` on), the values it references, and the writes of its writes hash.
 ]]
 -- @include keyschema
 -- @include record

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv.keys import pack_record, parse_record
+from langgraph.checkpoint.rediskv.keys import pack_fields, pack_record, parse_record
 
 from .conftest import keys_of, record_of
 from .test_contract import cfg, make_checkpoint
@@ -154,12 +154,26 @@ def test_a_corrupt_record_is_an_error_that_names_it(
     packed = client.get(key)
     assert packed is not None
     client.set(key, packed[:-10])  # by hand: the end of the checkpoint cut off
-    # (the client reads the large fields: it finds the end cut off)
-    with pytest.raises(ValueError, match=f"corrupt checkpoint record {re.escape(key)}: corrupt"):
+    with pytest.raises(redis.exceptions.ResponseError, match=f"corrupt checkpoint record {key}"):
         saver.get_tuple(cfg("t"))
     client.set(key, b"2:9999:bv" + packed)  # a small field that claims more than there is
     with pytest.raises(redis.exceptions.ResponseError, match=f"corrupt checkpoint record {key}"):
         saver.get_tuple(cfg("t"))
+    # a negative length after ck (int() takes a sign: the client's parse went round forever)
+    client.set(key, packed + b"1:-6:x")
+    with pytest.raises(ValueError, match=f"corrupt checkpoint record {re.escape(key)}: corrupt"):
+        saver.get_tuple(cfg("t"))
+    with pytest.raises(ValueError, match=f"corrupt checkpoint record {re.escape(key)}: corrupt"):
+        list(saver.list(cfg("t")))
+    # md followed by a header that is not one: an error, not a checkpoint without ck (which
+    # get_tuple would hide, giving the thread's previous checkpoint, or none)
+    fields = parse_record(packed)
+    small = [(name, value) for name, value in fields.items() if name not in (b"md", b"ck")]
+    client.set(key, pack_fields([*small, (b"md", fields[b"md"])]) + b"2:x:ck" + fields[b"ck"])
+    with pytest.raises(redis.exceptions.ResponseError, match=f"corrupt checkpoint record {key}"):
+        saver.get_tuple(cfg("t"))
+    client.set(key, packed)
+    assert saver.get_tuple(cfg("t")).checkpoint["id"] == only  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("operation", ["prune", "delete_for_runs"])

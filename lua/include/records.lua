@@ -1,9 +1,10 @@
 -- Reading checkpoints back; inlined where a script says `-- @include records` (after keyschema).
 
 -- The small fields of a record string that load_checkpoint reads (the small fields come
--- before md, ck and the pending writes: include/record.lua), and whether it holds a
--- checkpoint (ck). The client reads the other fields from the string itself.
-local HEAD_FIELDS = { bv = true, h = true, r = true, ix = true }  -- (what load_checkpoint reads)
+-- before md, ck and the pending writes: include/record.lua), whether it holds a checkpoint
+-- (ck), and the byte where its large fields start. The client reads those from the string
+-- itself, from that byte on.
+local HEAD_FIELDS = { bv = true, h = true, r = true, ix = true, p = true }
 local function record_head(packed, key)
   local fields, pos, size = {}, 1, #packed
   while pos <= size do
@@ -12,21 +13,28 @@ local function record_head(packed, key)
       error("corrupt checkpoint record " .. key .. " at byte " .. pos)
     end
     if LARGE_FIELDS[name] or is_write_field(name) then  -- md, then ck, then the writes
-      if name == "md" then name = field_at(packed, stop + 1) end
-      return fields, name == "ck"
+      local has_ck = name == "ck"
+      if name == "md" and stop < size then
+        local next_name, _, next_stop = field_at(packed, stop + 1)
+        if not next_stop or next_stop > size then
+          error("corrupt checkpoint record " .. key .. " at byte " .. (stop + 1))
+        end
+        has_ck = next_name == "ck"
+      end
+      return fields, has_ck, pos
     end
     if HEAD_FIELDS[name] and fields[name] == nil then fields[name] = string.sub(packed, first, stop) end
     pos = stop + 1
   end
-  return fields, false
+  return fields, false, pos
 end
 
 -- One checkpoint as the Python core decodes it (core.py's decode_record):
---   { ns, id, record, {ref, value, ...}, {field, write, ...} }
+--   { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | false, large }
 -- the record as stored (a string: include/record.lua; one written as a hash is packed so),
--- which the client parses (a field read here costs the server a copy of its bytes), the
--- values of its blobs, and the pending writes in its writes hash (those in the record are in
--- the record).
+-- of which the client parses the large fields, from byte `large` on (a field read here costs
+-- the server a copy of its bytes), the values of its blobs, the pending writes in its writes
+-- hash (those in the record are in the record), and its parent's id.
 -- A checkpoint comes back complete or not at all: nil when its record is gone (expired or
 -- deleted), hidden, or when one of the blobs it references is. With ttl > 0 every key read
 -- gets a fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index
@@ -34,15 +42,16 @@ end
 local function load_checkpoint(K, ns, id, ttl)
   local cp = K.checkpoint(ns, id)
   local packed = redis.pcall("GET", cp)
-  local rec, complete
+  local rec, complete, large
   if type(packed) == "string" then
-    rec, complete = record_head(packed, cp)
+    rec, complete, large = record_head(packed, cp)
   elseif not packed then
     return nil
   else  -- a record written as a hash (the GET failed with WRONGTYPE)
     rec = record(cp)
-    complete = rec.ck ~= nil
     packed = pack_record(flat_fields(rec))
+    complete = rec.ck ~= nil
+    large = select(3, record_head(packed, cp))
   end
   -- h: kept by keep_last only for the delta chain of newer ones (include/trim.lua)
   if not complete or rec.h then return nil end
@@ -67,7 +76,7 @@ local function load_checkpoint(K, ns, id, ttl)
     keep_checkpoint_alive(K, ns, id, ttl, rec.bv, rec.r, rec.ix)
     if #writes > 0 then keep_alive(K.writes(ns, id), ttl, false) end
   end
-  return { ns, id, packed, blobs, writes }
+  return { ns, id, packed, blobs, writes, rec.p or false, large }
 end
 
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in `args`

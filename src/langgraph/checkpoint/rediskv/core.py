@@ -556,13 +556,13 @@ class SaverCore:
         self, thread_id: str, record: Sequence[Any], warm: bool = False
     ) -> CheckpointTuple:
         """A checkpoint as a script returns it (include/records.lua's load_checkpoint: its
-        record as stored, which is parsed here, its blobs and the writes of its writes hash).
-        ``warm``: remember the
+        record as stored, whose large fields are parsed here, from the byte it gives on, its
+        blobs, the writes of its writes hash and its parent's id). ``warm``: remember the
         bases of its channels, as a put that follows it compresses against them."""
-        ns_enc, raw_id, packed, blobs, hash_writes = record
+        ns_enc, raw_id, packed, blobs, hash_writes, parent, large = record
         try:
-            fields = parse_record(packed)
-            ck, md, parent = fields[b"ck"], fields[b"md"], fields.get(b"p")
+            fields = parse_record(packed, large - 1)  # (a Lua position: from 1)
+            ck, md = fields[b"ck"], fields[b"md"]
         except (ValueError, KeyError) as exc:
             ns_raw, tag = decode_part(ns_enc.decode()), self.keys.tag(thread_id)
             key = self.keys.checkpoint(tag, ns_raw, raw_id.decode())

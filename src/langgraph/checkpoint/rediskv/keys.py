@@ -268,23 +268,26 @@ def blob_ref(channel: str, version: str | int | float) -> str:
     return f"{encode_part(channel)}:{encode_part(str(version))}"
 
 
-def parse_record(packed: bytes) -> dict[bytes, bytes]:
+_FIELD_HEADER = re.compile(rb"(\d+):(\d+):")
+
+
+def parse_record(packed: bytes, start: int = 0) -> dict[bytes, bytes]:
     """The fields of a checkpoint record stored as one string: each field as
     ``<length of the name>:<length of the value>:<name><value>`` (the Lua side, and why:
-    ``lua/include/record.lua``)."""
+    ``lua/include/record.lua``), from byte ``start`` on (where a field starts). A header that
+    is not two decimal lengths (int() would take a sign, spaces or underscores), or a field
+    past the end, is an error."""
     fields: dict[bytes, bytes] = {}
-    pos = 0
-    while pos < len(packed):
-        try:
-            a = packed.index(b":", pos)
-            b = packed.index(b":", a + 1)
-            name_end = b + 1 + int(packed[pos:a])
-            end = name_end + int(packed[a + 1 : b])
-        except ValueError:
-            end = -1
-        if end < 0 or end > len(packed):
+    pos, size = start, len(packed)
+    while pos < size:
+        header = _FIELD_HEADER.match(packed, pos)
+        if header is None:
             raise ValueError(f"corrupt checkpoint record at byte {pos}")
-        fields.setdefault(packed[b + 1 : name_end], packed[name_end:end])
+        name_end = header.end() + int(header[1])
+        end = name_end + int(header[2])
+        if end > size:
+            raise ValueError(f"corrupt checkpoint record at byte {pos}")
+        fields.setdefault(packed[header.end() : name_end], packed[name_end:end])
         pos = end
     return fields
 
