@@ -307,6 +307,32 @@ def test_a_turn_runs_as_fcalls_on_the_primary_of_its_slot(
     assert scripts == []
 
 
+def test_a_threads_first_put_asks_the_cluster_for_no_command_keys(
+    server_url: str, node_stats: NodeStats
+) -> None:
+    """A thread's first put enters it in the threads-by-value lists in a pipeline of
+    scripts, each sent to the primary of its slot: redis-py's pipeline asked each node
+    COMMAND GETKEYS for every EVALSHA it held (4 per first put), to choose a routing policy."""
+    prefix = new_prefix()
+    with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
+        put_and_read(saver, "warm", 1)  # (the library loaded on each primary)
+        node_stats.take()
+        for i in range(6):
+            put_and_read(saver, f"t{i}", 1)
+        assert sum(getkeys for _, getkeys in node_stats.take().values()) == 0
+
+        async def first_puts() -> None:
+            async with AsyncRedisSaver(server_url, cluster=True, prefix=prefix) as aio_saver:
+                for i in range(6):
+                    version = aio_saver.get_next_version(None, None)
+                    await aio_saver.aput(cfg(f"a{i}"), make_checkpoint({"v": 1}, {"v": version}),
+                                         {"step": 1, "user_id": "u"}, {"v": version})  # fmt: skip
+
+        asyncio.run(first_puts())
+        assert sum(getkeys for _, getkeys in node_stats.take().values()) == 0
+        assert saver.check_invariants() == []
+
+
 async def test_the_async_saver_runs_a_turn_as_fcalls_on_the_primary_of_its_slot(
     server_url: str, client: RedisCluster, node_stats: NodeStats
 ) -> None:

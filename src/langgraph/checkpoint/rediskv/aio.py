@@ -211,10 +211,18 @@ class AsyncRedisSaver(RedisSaverBase):
         for name in {call.name for call in calls} - self._loaded_on_cluster:
             await self._client.script_load(self._scripts[name].script)
             self._loaded_on_cluster.add(name)
-        pipe = self._client.pipeline()
+        client = self._client
+        assert isinstance(client, AsyncRedisCluster)
+        pipe = client.pipeline()
         for call in guarded:
             sha = self._scripts[call.name].sha
-            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
+            # routed here: redis-py's pipeline would ask the node COMMAND GETKEYS for each
+            # EVALSHA, to choose how to route it (a call whose slot moved meanwhile comes back
+            # MOVED, and goes again alone below)
+            node = client.get_node_from_key(call.keys[0])
+            pipe.execute_command(
+                "EVALSHA", sha, len(call.keys), *call.keys, *call.args, target_nodes=node
+            )
         replies = await pipe.execute(raise_on_error=False)
         out = []
         for call, reply in zip(guarded, replies, strict=True):

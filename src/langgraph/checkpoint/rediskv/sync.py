@@ -322,10 +322,18 @@ class RedisSaver(RedisSaverBase):
         for name in {call.name for call in calls} - self._loaded_on_cluster:
             self._client.script_load(self._scripts[name].script)  # (on every primary)
             self._loaded_on_cluster.add(name)
-        pipe = self._client.pipeline()
+        client = self._client
+        assert isinstance(client, RedisCluster)
+        pipe = client.pipeline()  # type: ignore[no-untyped-call]
         for call in guarded:
             sha = self._scripts[call.name].sha
-            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.args)
+            # routed here: redis-py's pipeline would ask the node COMMAND GETKEYS for each
+            # EVALSHA, to choose how to route it (a call whose slot moved meanwhile comes back
+            # MOVED, and goes again alone below)
+            node = client.get_node_from_key(call.keys[0])  # type: ignore[no-untyped-call]
+            pipe.execute_command(
+                "EVALSHA", sha, len(call.keys), *call.keys, *call.args, target_nodes=node
+            )
         replies = pipe.execute(raise_on_error=False)
         out = []
         for call, reply in zip(guarded, replies, strict=True):
