@@ -704,6 +704,34 @@ def test_reindex_completes_building_indexes(
     ]
 
 
+def test_doctor_names_indexes_that_the_registry_lost(
+    cli: Cli, server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """A saver registers its indexed keys once: with the registry deleted under it (a FLUSHDB,
+    or by hand) it writes indexes that no reader trusts, and every filter scans every thread.
+    Doctor said "none registered", ok; it names them now, until a reindex."""
+    with RedisSaver(server_url, prefix=prefix, index_metadata=("user",)) as saver:
+        put_history(saver, "a", 2, user="ana")
+        client.delete(f"{prefix}:mk")
+        put_history(saver, "b", 1, user="bob")  # (indexed, not registered again)
+        report = strict_json(cli.run("doctor", "--json").stdout)
+        assert check_of(report, "metadata-indexes") == {
+            "check": "metadata-indexes",
+            "status": "warn",
+            "detail": f"indexes that the registry {prefix}:mk does not name: (threads by value), "
+            "user (it "
+            "lost them: a FLUSHDB, or a delete, under a running saver); filters on them scan "
+            "every thread until `rediskv reindex --index KEY` registers and completes them",
+        }
+    json_of(cli.run("reindex", "--index", "user", "--json"))
+    report = strict_json(cli.ok("doctor", "--json"))
+    assert check_of(report, "metadata-indexes") == {
+        "check": "metadata-indexes",
+        "status": "ok",
+        "detail": "ready: (threads by value), user",
+    }
+
+
 # -- show --json: valid JSON whatever the state holds -------------------------------------------
 
 
