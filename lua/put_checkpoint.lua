@@ -218,9 +218,19 @@ end
 
 -- global metadata indexes: the saver's keys and every registered key the metadata has
 if ARGV[11] ~= "-" and not lists_hint then
-  local wanted = {}  -- raw keys (the registry holds them raw)
-  for _, key in ipairs(split_refs(ARGV[11])) do wanted[dec(key)] = true end
-  for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do wanted[key] = true end
+  local wanted, registered = {}, {}  -- raw keys (the registry holds them raw)
+  for _, key in ipairs(redis.call("HKEYS", prefix .. ":mk")) do
+    wanted[key] = true
+    registered[key] = true
+  end
+  for _, key in ipairs(split_refs(ARGV[11])) do
+    key = dec(key)
+    wanted[key] = true
+    -- the saver registered its keys before its first put: one missing here was lost (the
+    -- registry deleted under the saver, a FLUSHDB): "building" until a reindex completes it,
+    -- so that readers scan rather than trust it (and doctor says so)
+    if not registered[key] then redis.call("HSETNX", prefix .. ":mk", key, "building") end
+  end
   local suffixes, ix, listed = {}, {}, {}
   local score = ARGV[13]
   for j = meta_first, meta_first + 3 * m - 1, 3 do
@@ -236,7 +246,12 @@ if ARGV[11] ~= "-" and not lists_hint then
       ix[#ix + 1] = by_value
     end
   end
-  if #listed > 0 then note_thread_values(K, listed, ttl) end
+  if #listed > 0 then
+    note_thread_values(K, listed, ttl)
+    if not registered["\0threads"] then  -- (as for the saver's keys above)
+      redis.call("HSETNX", prefix .. ":mk", "\0threads", "building")
+    end
+  end
   if #ix > 0 then head[#head + 1] = pack_field("ix", table.concat(ix, ",")) end
   if run ~= "" then
     local run_canonical = nil

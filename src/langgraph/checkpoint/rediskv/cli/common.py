@@ -94,10 +94,10 @@ def refused(command: str, exc: Exception) -> str:
 
 def index_states(registry: dict[Any, Any]) -> dict[str, str]:
     """The registry P:mk (HGETALL) as index name -> state, in name order; the
-    threads-by-value indexes are "(threads by value)"."""
+    threads-by-value indexes are "(threads by value)". (It holds the metadata keys raw.)"""
     states = {}
     for raw, state in registry.items():
-        key = raw.decode() if isinstance(raw, bytes) else str(raw)
-        name = "(threads by value)" if key == THREADS_BY_VALUE else decode_part(key)
+        key = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        name = "(threads by value)" if key == THREADS_BY_VALUE else key
         states[name] = state.decode() if isinstance(state, bytes) else str(state)
     return dict(sorted(states.items()))

@@ -13,7 +13,7 @@ import redis
 
 from ..check import Problem
 from ..functions import versions_on_server
-from ..keys import KeySchema, decode_part
+from ..keys import KeySchema
 from ..scripts import FUNCTION_OPS, function_library, script_sources
 from .common import CliError, index_states, open_saver, refused
 from .output import emit_json, escape, human_bytes, make_console, print_fields
@@ -275,49 +275,9 @@ def _metadata_indexes_check(client: redis.Redis, schema: KeySchema) -> Check:
             f"still building: {', '.join(building)} (filters on them scan every thread until "
             "`rediskv reindex` completes them)",
         )
-    try:
-        unregistered = _unregistered_indexes(client, schema, states)
-    except redis.exceptions.ResponseError as exc:
-        return _check("metadata-indexes", "unknown", refused("SCAN", exc))
-    if unregistered:
-        return _check(
-            "metadata-indexes",
-            "warn",
-            f"indexes that the registry {schema.metadata_keys()} does not name: "
-            f"{', '.join(unregistered)} (it lost them: a FLUSHDB, or a delete, under a running "
-            "saver); filters on them scan every thread until `rediskv reindex --index KEY` "
-            "registers and completes them",
-        )
     if not states:
         return _check("metadata-indexes", "ok", "none registered")
     return _check("metadata-indexes", "ok", f"ready: {', '.join(sorted(states))}")
-
-
-# How many SCAN steps (of up to 1,000 keys each) doctor looks through for metadata indexes.
-INDEX_PROBE_STEPS = 20
-
-
-def _unregistered_indexes(
-    client: redis.Redis, schema: KeySchema, states: dict[str, str]
-) -> list[str]:
-    """The global indexes that the registry does not name, among the keys of a bounded SCAN:
-    metadata indexes (P:mi:<key>:<value>) by key, and the threads-by-value indexes (P:tm:...).
-    A saver registers its indexes once, so one that lives on after the registry is deleted
-    keeps writing indexes that no reader trusts."""
-    by_key, by_value = schema.metadata_index(""), schema.threads_with("")
-    found: set[str] = set()
-    cursor = 0
-    for _ in range(INDEX_PROBE_STEPS):  # (one SCAN for both kinds: "mi" and "tm")
-        cursor, keys = client.scan(cursor, match=f"{schema.prefix}:[mt][im]:*", count=1000)
-        for raw in keys:
-            key = raw.decode()
-            if key.startswith(by_key):
-                found.add(decode_part(key[len(by_key) :].split(":", 1)[0]))
-            elif key.startswith(by_value):
-                found.add("(threads by value)")
-        if cursor == 0:
-            break
-    return sorted(found - set(states))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
