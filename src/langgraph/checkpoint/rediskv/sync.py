@@ -334,10 +334,19 @@ class RedisSaver(RedisSaverBase):
             pipe.execute_command(
                 "EVALSHA", sha, len(call.keys), *call.keys, *call.args, target_nodes=node
             )
-        replies = pipe.execute(raise_on_error=False)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except UNAVAILABLE as exc:
+            replies = [exc] * len(guarded)
+        if any(isinstance(reply, UNAVAILABLE) for reply in replies):
+            # a primary gone (a failover): redis-py's pipeline re-routes one command per
+            # retry, the others still bound for the node it was given, or hands back the
+            # error; with the slot map read again, those calls go again alone (every script
+            # is idempotent), and fail only if the cluster has not recovered
+            client.nodes_manager.initialize()
         out = []
         for call, reply in zip(guarded, replies, strict=True):
-            if isinstance(reply, RUN_ALONE):
+            if isinstance(reply, (*RUN_ALONE, *UNAVAILABLE)):
                 reply = self._call_on_cluster(call)
             elif isinstance(reply, Exception):
                 raise reply
