@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base import UNAVAILABLE
-from ..keys import THREADS_BY_VALUE, KeySchema, decode_part
+from ..keys import THREADS_BY_VALUE, KeySchema
 from ..settings import redact_url, resolve_url
 from ..sync import RedisSaver
 
