@@ -6,15 +6,20 @@
 
   KEYS[1]  P:mk             the registry (HASH: metadata key -> "ready" | "building")
 
-  ARGV[1]  "?" to ask which of the keys are not registered yet (nothing written); "pending"
-           to ask which registered keys are "building" (ARGV[2..] unused); "state" for the
-           states of the keys (false: not registered);
+  ARGV[1]  "?" to ask which of the keys are not registered yet (nothing written); "claim"
+           to take the registered keys that are building ("building", or "building:<token>"
+           of a reindex that stopped, or runs meanwhile) for a reindex, as
+           "building:<ARGV[2]>"; "state" for the states of the keys (false: not registered);
            "ready" or "building" to register them in that state (a key already registered
-           keeps its state); "built" to mark keys that are "building" as "ready" (a reindex
-           has indexed every checkpoint written before they were registered)
-  ARGV[2..] metadata keys (raw)
+           keeps its state); "built" to mark the keys that a reindex claimed as
+           "building:<ARGV[2]>", and still holds so, as "ready" (it has indexed every
+           checkpoint written before they were registered). A key building again otherwise
+           (registered again by a put after the registry was lost, or claimed by another
+           reindex) stays building: the threads indexed before may have missed it.
+  ARGV[2..] metadata keys (raw); for "claim" and "built", ARGV[2] is the reindex's token
+           and the keys follow
 
-  Reply: for "?" and "pending", those keys; for "state", theirs; else the number of keys
+  Reply: for "?" and "claim", those keys; for "state", theirs; else the number of keys
   changed.
 ]]
 
@@ -26,23 +31,28 @@ if ARGV[1] == "?" then
   return missing
 end
 if ARGV[1] == "state" then return redis.call("HMGET", KEYS[1], unpack(ARGV, 2)) end
-if ARGV[1] == "pending" then
-  local pending = {}
+if ARGV[1] == "claim" then
+  local claimed = {}
   local flat = redis.call("HGETALL", KEYS[1])
   for i = 1, #flat, 2 do
-    if flat[i + 1] == "building" then pending[#pending + 1] = flat[i] end
+    if string.sub(flat[i + 1], 1, 8) == "building" then
+      redis.call("HSET", KEYS[1], flat[i], "building:" .. ARGV[2])
+      claimed[#claimed + 1] = flat[i]
+    end
   end
-  return pending
+  return claimed
 end
 local changed = 0
-for i = 2, #ARGV do
-  if ARGV[1] == "built" then
-    if redis.call("HGET", KEYS[1], ARGV[i]) == "building" then
+if ARGV[1] == "built" then
+  for i = 3, #ARGV do
+    if redis.call("HGET", KEYS[1], ARGV[i]) == "building:" .. ARGV[2] then
       redis.call("HSET", KEYS[1], ARGV[i], "ready")
       changed = changed + 1
     end
-  else
-    changed = changed + redis.call("HSETNX", KEYS[1], ARGV[i], ARGV[1])
   end
+  return changed
+end
+for i = 2, #ARGV do
+  changed = changed + redis.call("HSETNX", KEYS[1], ARGV[i], ARGV[1])
 end
 return changed

@@ -188,6 +188,50 @@ def test_a_key_added_to_index_metadata_later_finds_older_checkpoints(
         assert round_trips.count == 2  # the registry check, then the index
 
 
+def test_a_registry_lost_during_a_reindex_is_not_marked_ready(
+    server_url: str, prefix: str, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry deleted while a reindex runs: the threads it visits next are indexed
+    under no key, and a put registers its saver's key as building again; the reindex must
+    not mark that key ready at its end (it did, when it marked whatever was "building" then,
+    and a filter missed a thread). It marks only what it claimed at its start."""
+    with RedisSaver(server_url, prefix=prefix) as plain:  # (indexes no key)
+        for thread in ("t1", "t2", "t3"):
+            chain(plain, thread, [{"user_id": "ana", "step": 0}])
+    writer = RedisSaver(server_url, prefix=prefix, index_metadata=("user_id",))
+    reindexer = RedisSaver(server_url, prefix=prefix, index_metadata=("user_id",))
+    try:
+        chain(writer, "w0", [{"user_id": "bob", "step": 0}])  # registers user_id: building
+        send, visited = reindexer._send, []
+
+        def lose_the_registry(request: Any) -> Any:
+            reply = send(request)
+            if getattr(request, "name", None) == "reindex_thread":
+                visited.append(1)
+                if len(visited) == 1:
+                    client.delete(f"{prefix}:mk")  # (evicted, deleted, ...)
+                elif len(visited) == 2:
+                    chain(writer, "w1", [{"user_id": "bob", "step": 0}])  # registers it again
+            return reply
+
+        monkeypatch.setattr(reindexer, "_send", lose_the_registry)
+        reindexer.reindex_metadata()
+        assert len(visited) in (4, 5)  # (t1-t3, w0; w1 if the SCAN meets it)
+        assert client.hget(f"{prefix}:mk", "user_id") == b"building"
+        found = {t.config["configurable"]["thread_id"]
+                 for t in reindexer.list(None, filter={"user_id": "ana"})}  # fmt: skip
+        assert found == {"t1", "t2", "t3"}
+        monkeypatch.undo()
+        reindexer.reindex_metadata()  # (a reindex of its own completes it)
+        assert client.hget(f"{prefix}:mk", "user_id") == b"ready"
+        found = {t.config["configurable"]["thread_id"]
+                 for t in reindexer.list(None, filter={"user_id": "ana"})}  # fmt: skip
+        assert found == {"t1", "t2", "t3"}
+    finally:
+        writer.close()
+        reindexer.close()
+
+
 def test_pending_writes_before_the_first_checkpoint_do_not_mark_the_index_incomplete(
     server_url: str, prefix: str, round_trips: RoundTrips
 ) -> None:

@@ -15,6 +15,7 @@ import hashlib
 import heapq
 import random
 import re
+import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -1063,9 +1064,11 @@ class SaverCore:
             return 0
         yield from self.register_metadata_index()
         registry = self.keys.metadata_keys()
-        # the keys this reindex completes: whatever is "building" when it starts (a key
-        # registered later may have missed a thread already visited)
-        pending = yield ScriptCall("register_metadata_index", (registry,), ("pending",))
+        # the keys this reindex completes: whatever is building when it starts, claimed
+        # under a token of its own (a key registered later, or again after the registry was
+        # lost, may have missed a thread already visited: it stays building)
+        token = secrets.token_hex(8)
+        pending = yield ScriptCall("register_metadata_index", (registry,), ("claim", token))
         added = 0
         for thread_id in (yield from self._scan_thread_ids()):
             tag = self.keys.tag(thread_id)
@@ -1087,7 +1090,7 @@ class SaverCore:
                     break
                 cursor = (reply[1], reply[2])
         if pending:
-            yield ScriptCall("register_metadata_index", (registry,), ("built", *pending))
+            yield ScriptCall("register_metadata_index", (registry,), ("built", token, *pending))
         return added
 
     def _pages(
