@@ -15,7 +15,7 @@ import redis
 from redis.cluster import RedisCluster, key_slot
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
-from langgraph.checkpoint.rediskv.core import ScriptCall
+from langgraph.checkpoint.rediskv.core import Batch, ScriptCall
 from langgraph.checkpoint.rediskv.functions import listed_libraries
 from langgraph.checkpoint.rediskv.keys import KeySchema
 from langgraph.checkpoint.rediskv.scripts import FUNCTION_OPS, function_library
@@ -593,4 +593,39 @@ def test_a_batch_after_a_failover_goes_to_the_new_primary(tmp_path: Path, mode: 
     finally:
         admin.close()
         replica.stop()
+        cluster.stop()
+
+
+def test_a_cluster_that_is_down_is_unavailable(tmp_path: Path) -> None:
+    """Every node down: a call, or a batch, fails with RedisUnavailableError, which the
+    saver promises, not with redis-py's RedisClusterException ("Redis Cluster cannot be
+    connected"), which reading the slot map again raises then."""
+    cluster = LocalCluster(tmp_path).start()
+    prefix = new_prefix()
+    calls = [ScriptCall("register_metadata_index", (f"{prefix}:probe{{{i}}}",), ("ready", "a"))
+             for i in range(6)]  # fmt: skip
+    try:
+        with RedisSaver(cluster.url, cluster=True, prefix=prefix, socket_timeout=2) as saver:
+
+            async def async_calls(saver: AsyncRedisSaver, down: bool) -> None:
+                if not down:
+                    assert await saver._send(Batch(calls)) == [0] * 6
+                    return
+                for request in (Batch(calls), calls[0]):
+                    with pytest.raises(RedisUnavailableError, match="cannot reach Redis"):
+                        await saver._send(request)
+
+            aio_saver = AsyncRedisSaver(cluster.url, cluster=True, prefix=prefix,
+                                        socket_timeout=2)  # fmt: skip
+            loop = asyncio.new_event_loop()
+            assert saver._send(Batch(calls)) == [1] * 6
+            loop.run_until_complete(async_calls(aio_saver, down=False))
+            for node in cluster.nodes:
+                node.kill()
+            for request in (Batch(calls), calls[0]):
+                with pytest.raises(RedisUnavailableError, match="cannot reach Redis"):
+                    saver._send(request)
+            loop.run_until_complete(async_calls(aio_saver, down=True))
+            loop.close()
+    finally:
         cluster.stop()

@@ -26,6 +26,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry
 from redis.exceptions import (
     ClusterError,
+    RedisClusterException,
     RedisError,
     ResponseError,
     TryAgainError,
@@ -484,7 +485,7 @@ class AsyncRedisSaver(RedisSaverBase):
             for call in request.calls:
                 pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return await pipe.execute()
-        except UNAVAILABLE as exc:
+        except (*UNAVAILABLE, RedisClusterException) as exc:  # (the latter: no node answers)
             raise self._unavailable(exc) from exc
         except ResponseError as exc:
             explained = explain_response_error(request, exc)

@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterError, ResponseError, TryAgainError
+from redis.exceptions import ClusterError, RedisClusterException, ResponseError, TryAgainError
 from redis.retry import Retry
 
 from .base import (
@@ -227,7 +227,7 @@ class RedisSaver(RedisSaverBase):
             for call in request.calls:
                 pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return pipe.execute()
-        except UNAVAILABLE as exc:
+        except (*UNAVAILABLE, RedisClusterException) as exc:  # (the latter: no node answers)
             raise self._unavailable(exc) from exc
         except ResponseError as exc:
             explained = explain_response_error(request, exc)
