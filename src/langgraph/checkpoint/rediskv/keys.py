@@ -72,9 +72,11 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:tl                ZSET   on a cluster: every threads-by-value list ("K:V" or "/R") by the
                                highest score written ahead into it, so that writers find the
                                idle ones and sweep them (see .lists)
-    P:mk                HASH   the registry of indexed metadata keys: encoded K -> "ready" (the
+    P:mk                HASH   the registry of indexed metadata keys: raw K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
-                               that had checkpoints: reads scan until a reindex completes it);
+                               that had checkpoints, or registered again by a put after the
+                               registry was lost: reads scan until a reindex completes it;
+                               "building:<token>" while a reindex that claimed it runs);
                                THREADS_BY_VALUE for the threads-by-value indexes, the same way
 
 The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/test_keys.py`` checks
