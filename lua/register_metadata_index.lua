@@ -4,7 +4,8 @@
   threads-by-value lists' entry), which
   tells readers whether a global metadata index holds every checkpoint.
 
-  KEYS[1]  P:mk             the registry (HASH: metadata key -> "ready" | "building")
+  KEYS[1]  P:mk             the registry (HASH: metadata key -> "ready" | "building" |
+                            "building:<token>", see "claim")
 
   ARGV[1]  "?" to ask which of the keys are not registered yet (nothing written); "claim"
            to take the registered keys that are building ("building", or "building:<token>"
