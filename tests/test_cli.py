@@ -704,6 +704,17 @@ def test_reindex_completes_building_indexes(
     ]
 
 
+def test_index_states_name_a_claimed_key_building() -> None:
+    """A reindex claims the keys it completes as "building:<token>" (one that stopped, or
+    runs meanwhile, leaves them so): the CLI says "building", not the token."""
+    from langgraph.checkpoint.rediskv.cli.common import index_states
+
+    registry = {b"user": b"building:3f2a9c", b"\0threads": b"ready", b"a%20b": b"building"}
+    assert index_states(registry) == {
+        "(threads by value)": "ready", "a%20b": "building", "user": "building"
+    }
+
+
 def test_a_registry_lost_under_a_saver_is_building_again(
     cli: Cli, server_url: str, prefix: str, client: redis.Redis
 ) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import redis
 from redis.cluster import RedisCluster, key_slot
+from redis.exceptions import RedisClusterException
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
 from langgraph.checkpoint.rediskv.core import Batch, ScriptCall
@@ -620,12 +621,20 @@ def test_a_cluster_that_is_down_is_unavailable(tmp_path: Path) -> None:
             loop = asyncio.new_event_loop()
             assert saver._send(Batch(calls)) == [1] * 6
             loop.run_until_complete(async_calls(aio_saver, down=False))
+            # (keys in two slots: redis-py's own error, not "cannot reach Redis")
+            two_slots = ScriptCall("register_metadata_index", (f"{prefix}:a", f"{prefix}:b"), ())
+            with pytest.raises(RedisClusterException, match="same key slot") as raised:
+                saver._send(two_slots)
+            assert not isinstance(raised.value, RedisUnavailableError)
             for node in cluster.nodes:
                 node.kill()
             for request in (Batch(calls), calls[0]):
                 with pytest.raises(RedisUnavailableError, match="cannot reach Redis"):
                     saver._send(request)
             loop.run_until_complete(async_calls(aio_saver, down=True))
+            # a saver whose first call finds the cluster down (it reads the slot map then)
+            late = AsyncRedisSaver(cluster.url, cluster=True, prefix=prefix, socket_timeout=2)
+            loop.run_until_complete(async_calls(late, down=True))
             loop.close()
     finally:
         cluster.stop()

@@ -43,6 +43,7 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    cluster_unreachable,
     refuse_decoding_client,
     retry_backoff,
 )
@@ -200,7 +201,12 @@ class AsyncRedisSaver(RedisSaverBase):
             if not self._cluster_ready:
                 # Learn the topology before the first burst: a fresh async cluster client
                 # that many tasks use at once breaks its own connections (redis-py 8.1).
-                await self._client.initialize()
+                try:
+                    await self._client.initialize()
+                except RedisClusterException as exc:
+                    if cluster_unreachable(exc):
+                        raise self._unavailable(exc) from exc
+                    raise
                 self._cluster_ready = True
             return await self._send_now(request)
 
@@ -485,8 +491,12 @@ class AsyncRedisSaver(RedisSaverBase):
             for call in request.calls:
                 pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return await pipe.execute()
-        except (*UNAVAILABLE, RedisClusterException) as exc:  # (the latter: no node answers)
+        except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
+        except RedisClusterException as exc:
+            if cluster_unreachable(exc):
+                raise self._unavailable(exc) from exc
+            raise
         except ResponseError as exc:
             explained = explain_response_error(request, exc)
             if explained is exc:

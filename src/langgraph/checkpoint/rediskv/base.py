@@ -17,6 +17,7 @@ from redis.exceptions import (
     InvalidResponse,
     MovedError,
     NoScriptError,
+    RedisClusterException,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -161,6 +162,13 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
 
 # InvalidResponse: something other than Redis answers (a web server on the port, say)
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, InvalidResponse)
+
+
+def cluster_unreachable(exc: BaseException) -> bool:
+    """Whether redis-py's cluster client says no node answers ("Redis Cluster cannot be
+    connected", when it reads the slot map): the cluster is unavailable. Its other
+    RedisClusterExceptions (keys in several slots, a slot no node serves) are not."""
+    return isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc)
 
 
 def refuse_decoding_client(client: Any) -> None:

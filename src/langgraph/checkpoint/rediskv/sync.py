@@ -37,6 +37,7 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    cluster_unreachable,
     refuse_decoding_client,
     retry_backoff,
 )
@@ -227,8 +228,12 @@ class RedisSaver(RedisSaverBase):
             for call in request.calls:
                 pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return pipe.execute()
-        except (*UNAVAILABLE, RedisClusterException) as exc:  # (the latter: no node answers)
+        except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
+        except RedisClusterException as exc:
+            if cluster_unreachable(exc):
+                raise self._unavailable(exc) from exc
+            raise
         except ResponseError as exc:
             explained = explain_response_error(request, exc)
             if explained is exc:

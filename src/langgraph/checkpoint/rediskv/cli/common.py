@@ -99,5 +99,7 @@ def index_states(registry: dict[Any, Any]) -> dict[str, str]:
     for raw, state in registry.items():
         key = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
         name = "(threads by value)" if key == THREADS_BY_VALUE else key
-        states[name] = state.decode() if isinstance(state, bytes) else str(state)
+        text = state.decode() if isinstance(state, bytes) else str(state)
+        # "building:<token>": claimed by a reindex that runs, or stopped
+        states[name] = "building" if text.startswith("building") else text
     return dict(sorted(states.items()))
