@@ -127,6 +127,25 @@ async def test_unreachable_server_is_named_async() -> None:
             await saver.aput(cfg("t"), make_checkpoint({}, {}), {}, {})
 
 
+NOT_A_CLUSTER = (
+    "cluster=True, but the server at {url} is not a Redis Cluster (cluster mode is not "
+    "enabled there): leave cluster out for a standalone server"
+)
+
+
+async def test_cluster_true_against_a_standalone_server_is_named(server_url: str) -> None:
+    """redis-py said "Redis Cluster cannot be connected. Please provide at least one
+    reachable node: Cluster mode is not enabled on this node" (the sync saver at
+    construction; the async one at its first call, as RedisUnavailableError: retryable)."""
+    expected = re.escape(NOT_A_CLUSTER.format(url=server_url))
+    with pytest.raises(ValueError, match=expected):
+        RedisSaver(server_url, cluster=True, prefix="never")
+    saver = AsyncRedisSaver(server_url, cluster=True, prefix="never")
+    with pytest.raises(ValueError, match=expected):
+        await saver.aget_tuple(cfg("t"))
+    await saver.aclose()
+
+
 DECODING = (
     "the Redis client decodes replies into text (decode_responses=True), but checkpoints are "
     "stored as bytes: give the saver a client, or a URL and options, without decode_responses"

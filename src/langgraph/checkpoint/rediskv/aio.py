@@ -43,7 +43,6 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
-    cluster_unreachable,
     refuse_decoding_client,
     retry_backoff,
 )
@@ -204,9 +203,9 @@ class AsyncRedisSaver(RedisSaverBase):
                 try:
                     await self._client.initialize()
                 except RedisClusterException as exc:
-                    if cluster_unreachable(exc):
-                        raise self._unavailable(exc) from exc
-                    raise
+                    if (failure := self._cluster_failure(exc)) is exc:
+                        raise
+                    raise failure from exc
                 self._cluster_ready = True
             return await self._send_now(request)
 
@@ -494,9 +493,9 @@ class AsyncRedisSaver(RedisSaverBase):
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
         except RedisClusterException as exc:
-            if cluster_unreachable(exc):
-                raise self._unavailable(exc) from exc
-            raise
+            if (failure := self._cluster_failure(exc)) is exc:
+                raise
+            raise failure from exc
         except ResponseError as exc:
             explained = explain_response_error(request, exc)
             if explained is exc:

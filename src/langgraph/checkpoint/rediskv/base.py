@@ -159,16 +159,24 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             )
         return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")
 
+    def _cluster_failure(self, exc: RedisClusterException) -> Exception:
+        """What redis-py's cluster client raised, as the saver says it: a server that is not a
+        cluster is a mistake of the settings; no node that answers (it says "cannot be
+        connected" when it reads the slot map) is unavailability; anything else (keys in
+        two slots, a slot no node serves) stays redis-py's."""
+        if "Cluster mode is not enabled" in str(exc):
+            return ValueError(
+                f"cluster=True, but the server at {redact_url(self._url)} is not a Redis "
+                "Cluster (cluster mode is not enabled there): leave cluster out for a "
+                "standalone server"
+            )
+        if "cannot be connected" in str(exc):
+            return self._unavailable(exc)
+        return exc
+
 
 # InvalidResponse: something other than Redis answers (a web server on the port, say)
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, InvalidResponse)
-
-
-def cluster_unreachable(exc: BaseException) -> bool:
-    """Whether redis-py's cluster client says no node answers ("Redis Cluster cannot be
-    connected", when it reads the slot map): the cluster is unavailable. Its other
-    RedisClusterExceptions (keys in several slots, a slot no node serves) are not."""
-    return isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc)
 
 
 def refuse_decoding_client(client: Any) -> None:

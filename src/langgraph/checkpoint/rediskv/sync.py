@@ -37,7 +37,6 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
-    cluster_unreachable,
     refuse_decoding_client,
     retry_backoff,
 )
@@ -149,10 +148,15 @@ class RedisSaver(RedisSaverBase):
                 **redis_kwargs,
             }
             if cluster:
-                # one blocking pool per node
-                client = RedisCluster.from_url(
-                    connect_url, connection_pool_class=redis.BlockingConnectionPool, **options
-                )
+                # one blocking pool per node (it reads the slot map now)
+                try:
+                    client = RedisCluster.from_url(
+                        connect_url, connection_pool_class=redis.BlockingConnectionPool, **options
+                    )
+                except RedisClusterException as exc:
+                    if (failure := self._cluster_failure(exc)) is exc:
+                        raise
+                    raise failure from exc
             else:
                 pool = redis.BlockingConnectionPool.from_url(
                     connect_url, timeout=pool_timeout, retry_on_timeout=retries > 0, **options
@@ -231,9 +235,9 @@ class RedisSaver(RedisSaverBase):
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
         except RedisClusterException as exc:
-            if cluster_unreachable(exc):
-                raise self._unavailable(exc) from exc
-            raise
+            if (failure := self._cluster_failure(exc)) is exc:
+                raise
+            raise failure from exc
         except ResponseError as exc:
             explained = explain_response_error(request, exc)
             if explained is exc:
