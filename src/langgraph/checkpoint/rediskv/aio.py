@@ -203,9 +203,7 @@ class AsyncRedisSaver(RedisSaverBase):
                 try:
                     await self._client.initialize()
                 except RedisClusterException as exc:
-                    if (failure := self._cluster_failure(exc)) is exc:
-                        raise
-                    raise failure from exc
+                    self._raise_cluster_failure(exc)
                 self._cluster_ready = True
             return await self._send_now(request)
 
@@ -493,9 +491,7 @@ class AsyncRedisSaver(RedisSaverBase):
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
         except RedisClusterException as exc:
-            if (failure := self._cluster_failure(exc)) is exc:
-                raise
-            raise failure from exc
+            self._raise_cluster_failure(exc)
         except ResponseError as exc:
             explained = explain_response_error(request, exc)
             if explained is exc:

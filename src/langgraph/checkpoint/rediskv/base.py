@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
@@ -159,20 +159,20 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             )
         return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")
 
-    def _cluster_failure(self, exc: RedisClusterException) -> Exception:
-        """What redis-py's cluster client raised, as the saver says it: a server that is not a
-        cluster is a mistake of the settings; no node that answers (it says "cannot be
+    def _raise_cluster_failure(self, exc: RedisClusterException) -> NoReturn:
+        """Raise what redis-py's cluster client raised as the saver says it: a server that is
+        not a cluster is a mistake of the settings; no node that answers (it says "cannot be
         connected" when it reads the slot map) is unavailability; anything else (keys in
         two slots, a slot no node serves) stays redis-py's."""
         if "Cluster mode is not enabled" in str(exc):
-            return ValueError(
+            raise ValueError(
                 f"cluster=True, but the server at {redact_url(self._url)} is not a Redis "
                 "Cluster (cluster mode is not enabled there): leave cluster out for a "
                 "standalone server"
-            )
+            ) from exc
         if "cannot be connected" in str(exc):
-            return self._unavailable(exc)
-        return exc
+            raise self._unavailable(exc) from exc
+        raise exc
 
 
 # InvalidResponse: something other than Redis answers (a web server on the port, say)

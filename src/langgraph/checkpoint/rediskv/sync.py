@@ -154,9 +154,7 @@ class RedisSaver(RedisSaverBase):
                         connect_url, connection_pool_class=redis.BlockingConnectionPool, **options
                     )
                 except RedisClusterException as exc:
-                    if (failure := self._cluster_failure(exc)) is exc:
-                        raise
-                    raise failure from exc
+                    self._raise_cluster_failure(exc)
             else:
                 pool = redis.BlockingConnectionPool.from_url(
                     connect_url, timeout=pool_timeout, retry_on_timeout=retries > 0, **options
@@ -235,9 +233,7 @@ class RedisSaver(RedisSaverBase):
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
         except RedisClusterException as exc:
-            if (failure := self._cluster_failure(exc)) is exc:
-                raise
-            raise failure from exc
+            self._raise_cluster_failure(exc)
         except ResponseError as exc:
             explained = explain_response_error(request, exc)
             if explained is exc:
