@@ -572,9 +572,18 @@ def test_a_batch_after_a_failover_goes_to_the_new_primary(tmp_path: Path, mode: 
         calls = [ScriptCall("register_metadata_index", (k,), ("ready", "a")) for k in keys]
         url = f"redis://127.0.0.1:{cluster.nodes[1].port}/0"
 
+        def slot_zero_served_by_the_replica(node: PrivateServer) -> bool:
+            with redis.Redis(port=node.port) as other:
+                ranges = other.execute_command("CLUSTER", "SLOTS")
+            return any(r[0] == 0 and int(r[2][1]) == replica.port for r in ranges)
+
         def fail_over() -> None:
             cluster.nodes[0].kill()
             _wait_for(lambda: admin.execute_command("ROLE")[0] == b"master", "the failover")
+            # recovered: every node left names the new primary (gossip takes a moment; the
+            # slot map read right after the promotion may still name the dead one)
+            for node in cluster.nodes[1:]:
+                _wait_for(lambda node=node: slot_zero_served_by_the_replica(node), "the gossip")
 
         if mode == "sync":
             with RedisSaver(url, cluster=True, prefix=prefix) as saver:
