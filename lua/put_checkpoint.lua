@@ -34,8 +34,10 @@
            longer than MAX_INDEXED_VALUE): encoded by the client, a gsub per value less here
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
   then s, the number of the other value refs of ARGV[8] (blobs stored before), then those s
-  then d, the number of the bases of ARGV[8], then d pairs: ref, SHA1 (hex) of the stored
-  bytes the client compressed against
+  then d, the number of the bases of ARGV[8], then d pairs: ref, and what the stored base must
+  be for the values sent against it: "zb:<mark>;", the head of a base stored with its mark
+  (src/langgraph/checkpoint/rediskv/compression.py), or the SHA1 (hex) of all the stored
+  bytes of a base written before marks
 
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
@@ -80,12 +82,19 @@ for j = shared_first, shared_last do
 end
 -- The bases of the values sent with this call: still stored, and the very bytes they were
 -- compressed against (a base deleted and written again may differ, or be compressed itself).
+-- A base's mark names its write: its head tells, whatever its size (a chat's history).
 local bases_first = shared_last + 2
 for j = 0, tonumber(ARGV[bases_first - 1]) - 1 do
-  local base, digest = ARGV[bases_first + 2 * j], ARGV[bases_first + 2 * j + 1]
-  local stored = redis.call("GET", K.blob(ns, base))
-  if stored and redis.sha1hex(stored) == digest then
-    left_of[base] = redis.call("PTTL", K.blob(ns, base))
+  local base, check = ARGV[bases_first + 2 * j], ARGV[bases_first + 2 * j + 1]
+  local blob, same = K.blob(ns, base), false
+  if string.sub(check, 1, 3) == "zb:" then
+    same = redis.call("GETRANGE", blob, "0", tostring(#check - 1)) == check
+  else
+    local stored = redis.call("GET", blob)
+    same = stored and redis.sha1hex(stored) == check
+  end
+  if same then
+    left_of[base] = redis.call("PTTL", blob)
   else
     missing[#missing + 1] = base  -- the client sends the values in full
   end

@@ -25,6 +25,7 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv.compression import stored_base_mark
 from langgraph.checkpoint.rediskv.keys import pack_record, parse_record
 
 RUN_ID = uuid.uuid4().hex[:10]
@@ -197,6 +198,12 @@ async def async_saver(
 def keys_of(client: redis.Redis, pattern: str) -> list[str]:
     """Every key matching ``pattern``, decoded and sorted (SCAN, never KEYS)."""
     return sorted(k.decode() for k in client.scan_iter(match=pattern, count=1000))
+
+
+def without_base_mark(stored: bytes) -> bytes:
+    """A stored value without the mark a value that may serve as a base carries in front of
+    its type ("zb:<mark>;", see compression.py): the type and bytes its serializer gave."""
+    return stored[len(stored_base_mark(stored)) :]
 
 
 def data_keys(client: redis.Redis, prefix: str) -> list[str]:

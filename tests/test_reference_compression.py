@@ -14,12 +14,17 @@ summary values are stored against bases).
 from __future__ import annotations
 
 import json
+import re
+import secrets
+import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+import zstandard
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -34,7 +39,7 @@ from langgraph.checkpoint.rediskv.compression import (
 )
 
 from .clock import advance_time
-from .conftest import RoundTrips, keys_of, record_of
+from .conftest import PrivateServer, RoundTrips, keys_of, record_of, without_base_mark
 from .test_contract import cfg, make_checkpoint
 
 PROSE = (Path(__file__).parent.parent / "README.md").read_text()
@@ -483,3 +488,98 @@ def test_a_changed_base_fails_the_read_naming_what_cannot_be_read(
         f"channel 'messages' of checkpoint '{second}' in thread 't' (namespace '') cannot be "
         "read: a stored value of type 'zr:messages:1;msgpack' does not decompress with its base"
     )
+
+
+def commands_run(url: str, action: Callable[[], object]) -> list[str]:
+    """Every command the server ran during ``action``, those of scripts and functions too
+    (MONITOR: a private server's, with nothing else on it)."""
+    seen: list[str] = []
+    monitor_client = redis.Redis.from_url(url)
+    with monitor_client.monitor() as monitor:
+        done = "end of the action " + secrets.token_hex(4)
+
+        def listen() -> None:
+            while True:
+                command = monitor.next_command()["command"]
+                if command == f"ECHO {done}":
+                    return
+                seen.append(command)
+
+        listener = threading.Thread(target=listen)
+        listener.start()
+        control = redis.Redis.from_url(url)
+        control.ping()  # (the monitor is listening once its PING shows: wait for it)
+        while not seen:
+            control.ping()
+        seen.clear()
+        action()
+        control.echo(done)
+        listener.join(timeout=30)
+    return seen
+
+
+def test_a_put_checks_its_base_by_the_mark_at_its_head(private_server: PrivateServer) -> None:
+    """The put makes sure a value's base is still the bytes it was compressed against by the
+    mark at the head of the base (its write's, "zb:<mark>;"): it never reads the base, which
+    grows with a chat's history. (It read and digested all of it: in a chat that kept its
+    messages, every put's server instructions grew by the history's size, 3x at 300 turns.)"""
+    with RedisSaver(private_server.url, prefix="p") as saver:
+        chat = Chat()
+        chat.turn(saver)  # version 1, in full: the base
+        client = redis.Redis.from_url(private_server.url)
+        (base_key,) = keys_of(client, "p:blob:*:messages:00000001")
+        mark = client.getrange(base_key, 0, 19).decode()
+        assert re.fullmatch(r"zb:[0-9a-f]{16};", mark), mark
+        ran = commands_run(private_server.url, lambda: chat.turn(saver))  # version 2
+        assert message_blobs(client, "p")["00000002"].startswith(b"zr:messages:00000001;")
+        on_base = [command for command in ran if base_key in command]
+        assert on_base == [f"GETRANGE {base_key} 0 19", f"PTTL {base_key}"]
+        chat.check(saver)
+        assert saver.check_invariants() == []
+
+
+def strip_mark(client: redis.Redis, key: str) -> bytes:
+    """The blob at ``key`` stored again without its base mark, as a version before marks
+    wrote it; its bytes now."""
+    stored = client.get(key)
+    assert stored is not None and stored.startswith(b"zb:")
+    unmarked = without_base_mark(stored)
+    client.set(key, unmarked)
+    return unmarked
+
+
+def test_a_base_stored_without_a_mark_is_checked_by_its_bytes(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """A base written before marks (a mixed store) is still a base: the put checks the SHA1
+    of its bytes, and sends the value in full when they are not the bytes it knows."""
+    with RedisSaver(server_url, prefix=prefix) as first:
+        chat = Chat()
+        chat.turn(first)
+    (base_key,) = keys_of(client, f"{prefix}:blob:*:messages:00000001")
+    unmarked = strip_mark(client, base_key)
+    with RedisSaver(server_url, prefix=prefix) as reader:
+        assert reader.get_tuple(cfg("t")) is not None  # its base: the unmarked version 1
+        chat.turn(reader)  # version 2, against it
+        assert message_blobs(client, prefix)["00000002"].startswith(b"zr:messages:00000001;")
+        # version 1 written again as other bytes of the same value (another level): the
+        # reader's next value against it goes in full
+        type_, _, packed = unmarked.partition(b"\0")
+        raw = zstandard.ZstdDecompressor().decompress(packed)
+        client.set(base_key, type_ + b"\0" + zstandard.ZstdCompressor(level=9).compress(raw))
+        chat.turn(reader)  # version 3: against version 1 it would not read
+        assert not message_blobs(client, prefix)["00000003"].startswith(b"zr:")
+        chat.check(reader)
+        assert reader.check_invariants() == []
+
+
+def test_a_malformed_base_mark_fails_the_read_naming_it(
+    saver: RedisSaver, prefix: str, client: redis.Redis
+) -> None:
+    put_messages(saver, "t", None, [message(1)], "1")
+    (key,) = keys_of(client, f"{prefix}:blob:*:messages:1")
+    stored = client.get(key)
+    assert stored is not None
+    client.set(key, b"zb:not-a-mark;" + stored[stored.index(b";") + 1 :])  # by hand
+    with pytest.raises(ValueError, match="of type 'zb:not-a-mark;z:msgpack' has a malformed"):
+        saver.get_tuple(cfg("t"))

@@ -17,11 +17,18 @@ two, so such a value takes a few hundred bytes where a full one takes kilobytes.
 ``zr:<base ref>;<type>``; the base's ref is also listed in every checkpoint record that
 references the value, so the base lives as long as the value does (lua/put_checkpoint.lua).
 Which base to use is the saver's choice (:class:`BaseCache`); reading needs only the base.
+
+A full value that may serve as a base (of ``REF_MIN_SIZE`` bytes or more) is stored as
+``zb:<mark>;<type>``: the mark is a random word its write chose. A put that sends a value
+against a base checks that the stored base is still the value it compressed against by
+comparing the mark, which it reads from the head of the blob, whatever the base's size
+(a base written before marks existed is checked by the SHA1 of all its bytes).
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -37,9 +44,30 @@ MIN_SIZE = 128
 MARK = "z:"
 # A value compressed against a base: "zr:<base ref>;<type>" (refs are encoded: never ";").
 REF_MARK = "zr:"
+# A full value that may serve as a base: "zb:<mark>;<type>", the mark BASE_MARK_LENGTH hex
+# digits drawn for its write (see the module docstring), in front of the type it has without
+BASE_MARK = "zb:"
+BASE_MARK_LENGTH = 16
 # An uncompressed value whose serializer type starts with a mark gets this one in front too.
 ESCAPE = "u:"
-MARKS = (MARK, REF_MARK, ESCAPE)
+MARKS = (MARK, REF_MARK, BASE_MARK, ESCAPE)
+
+
+def with_base_mark(type_: str) -> str:
+    """``type_`` (a stored value's type, after any cipher's) of a full value that may serve
+    as a base: with a mark of its own in front."""
+    return f"{BASE_MARK}{secrets.token_hex(BASE_MARK_LENGTH // 2)};{type_}"
+
+
+def base_mark_length(type_: str) -> int:
+    """The length of the base mark ``type_`` starts with (0: none); a malformed one is an
+    error that names it."""
+    if not type_.startswith(BASE_MARK):
+        return 0
+    end = len(BASE_MARK) + BASE_MARK_LENGTH
+    if type_[end : end + 1] != ";":
+        raise ValueError(f"a stored value of type {type_!r} has a malformed base mark")
+    return end + 1
 
 
 def compression_level(compression: Any) -> int | None:
@@ -54,6 +82,13 @@ def compression_level(compression: Any) -> int | None:
         f"invalid compression {compression!r}: use True (zstd level {DEFAULT_LEVEL}), "
         "False to store values uncompressed, or a zstd level from 1 to 22"
     )
+
+
+def stored_base_mark(stored: bytes) -> bytes:
+    """The base mark a stored value (``<type>\\0<bytes>``) starts with, ``zb:<mark>;``, or
+    b"" for none."""
+    head = stored[: len(BASE_MARK) + BASE_MARK_LENGTH + 1].decode("latin-1")
+    return stored[: base_mark_length(head)]
 
 
 class ZstdSerializer(SerializerProtocol):
@@ -123,6 +158,7 @@ class ZstdSerializer(SerializerProtocol):
     def unpack(self, type_: str, payload: bytes, base: Base | None = None) -> tuple[str, bytes]:
         """The serializer's ``(type, bytes)`` of a stored value; ``base``: the base of a value
         compressed against one."""
+        type_ = type_[base_mark_length(type_) :]
         if type_.startswith(ESCAPE):
             return type_[len(ESCAPE) :], payload
         if type_.startswith(REF_MARK):
@@ -183,21 +219,24 @@ REF_LEVEL = 3
 class Base:
     """A full stored value that later values of its channel are compressed against."""
 
-    __slots__ = ("_dictionary", "_digest", "raw", "ref", "stored")
+    __slots__ = ("_check", "_dictionary", "raw", "ref", "stored")
 
     def __init__(self, ref: str, raw: bytes, stored: bytes) -> None:
         self.ref = ref  # "C:V", encoded, as in bv
         self.raw = raw  # its serialized bytes: the dictionary
         self.stored = stored  # its stored form, "<type>\0<bytes>"
-        self._digest: str | None = None
+        self._check: str | None = None
         self._dictionary: zstandard.ZstdCompressionDict | None = None
 
     @property
-    def digest(self) -> str:
-        """SHA1 of the stored form: the put checks that the base is still these bytes."""
-        if self._digest is None:
-            self._digest = hashlib.sha1(self.stored).hexdigest()
-        return self._digest
+    def check(self) -> str:
+        """What the put compares with the stored base, to know it is still these bytes: its
+        mark (``zb:<mark>;``, the put reads as many bytes of it), or the SHA1 (hex) of the
+        stored form of a base without one (written before marks)."""
+        if self._check is None:
+            mark = stored_base_mark(self.stored)
+            self._check = mark.decode() if mark else hashlib.sha1(self.stored).hexdigest()
+        return self._check
 
     @property
     def size(self) -> int:

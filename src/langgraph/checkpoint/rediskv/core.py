@@ -49,6 +49,7 @@ from .compression import (
     Base,
     BaseCache,
     ZstdSerializer,
+    with_base_mark,
     with_compression,
 )
 from .keys import (
@@ -462,6 +463,8 @@ class SaverCore:
             if cipher is not None:
                 cipher_name, data = cipher.encrypt(data)
                 stored_type = f"{stored_type}+{cipher_name}"
+            if base is None and worth_a_base:  # the next base: the mark the put checks
+                stored_type = with_base_mark(stored_type)
         except Exception as exc:
             raise SerializationError(
                 f"cannot serialize channel {key[2]!r} ({type(value).__name__}): {exc}"
@@ -684,7 +687,7 @@ class SaverCore:
             bases = {base.ref: base for base in base_of.values()}
             base_args: list[Arg] = []
             for base in bases.values():
-                base_args += [base.ref, base.digest]
+                base_args += [base.ref, base.check]
             return ScriptCall(
                 "put_checkpoint",
                 (
