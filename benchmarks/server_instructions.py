@@ -6,17 +6,20 @@ does not move with the machine's load, for A/B comparisons of script changes on 
     python benchmarks/server_instructions.py --trees ../old,.     # two checkouts, side by side
     python benchmarks/server_instructions.py --turns 20 --ops put,writes
     python benchmarks/server_instructions.py --ops turn --saver plainredis   # the peer's turn
+    python benchmarks/server_instructions.py --ops turn --warm 300 --keep-history  # a long chat
 
 Each tree (a checkout with src/ and lua/) is measured in a child process with that tree's
 src/ first on PYTHONPATH: a redis-server of its own runs under `valgrind --tool=callgrind`
-with instrumentation off, cost.py's chat conversation (benchmarks/cost.py) is written for 20
-turns through AsyncRedisSaver, then for each op the next --turns turns' calls of that kind are
-sent with instrumentation on (get: the latest checkpoint, 20 times; list: a page of 10 of the
-thread's checkpoints, 10 times; turn: every call of the
-next --turns turns, counted per turn, which is the issue's unit). The count is every
-instruction of the server process in that span (its cron too: run at hz 1), divided by the
-calls: userland only, so the kernel's share of a request (its socket reads and writes) is
-not in it. Needs valgrind (callgrind_control) and redis-server; connects to no other server.
+with instrumentation off, cost.py's chat conversation (benchmarks/cost.py) is written for
+--warm turns (20) through AsyncRedisSaver, then for each op the next --turns turns' calls of
+that kind are sent with instrumentation on (get: the latest checkpoint, 20 times; list: a
+page of 10 of the thread's checkpoints, 10 times; turn: every call of the next --turns
+turns, counted per turn, which is the issue's unit). With --keep-history the chat keeps
+every message instead of cost.py's window of 20, so its `messages` grows turn by turn. The
+count is every instruction of the server process in that span (its cron too: run at hz 1),
+divided by the calls: userland only, so the kernel's share of a request (its socket reads
+and writes) is not in it. Needs valgrind (callgrind_control) and redis-server; connects to
+no other server.
 """
 
 from __future__ import annotations
@@ -63,11 +66,15 @@ def _open_saver(kind: str, url: str) -> Any:
 
 
 async def measure(ops: list[str], turns: int, redis_server: str,
-                  saver_kind: str = "rediskv") -> dict[str, float]:
+                  saver_kind: str = "rediskv", warm: int = 20,
+                  keep_history: bool = False) -> dict[str, float]:
     """Instructions per call of each op (per turn for "turn"), for the package importable
     here, or for plainredis."""
     import cost  # benchmarks/cost.py: the conversation, free_port
     import redis
+
+    if keep_history:
+        cost.WINDOW = 1 << 30
 
     folder = tempfile.mkdtemp(prefix="rediskv-callgrind-")
     port = cost.free_port()
@@ -93,7 +100,7 @@ async def measure(ops: list[str], turns: int, redis_server: str,
                 time.sleep(0.1)
         saver = _open_saver(saver_kind, url)
         conv = cost.conversation(saver, "instr-thread", "user-1", 1_000)  # (its versions)
-        await cost.run_turns(saver, conv, 20)
+        await cost.run_turns(saver, conv, warm)
         calls = list(conv.turns(turns))
         result: dict[str, float] = {}
         for op in ops:
@@ -135,6 +142,9 @@ def main() -> int:
     parser.add_argument("--trees", default=".", help="comma-separated checkouts (default: .)")
     parser.add_argument("--ops", default=",".join(OPS), help=f"comma-separated: {','.join(OPS)}")
     parser.add_argument("--turns", type=int, default=30, help="turns whose calls are counted")
+    parser.add_argument("--warm", type=int, default=20, help="turns written before counting")
+    parser.add_argument("--keep-history", action="store_true",
+                        help="the chat keeps every message (cost.py keeps a window of 20)")
     parser.add_argument("--saver", choices=SAVERS, default="rediskv",
                         help="plainredis: the peer, measured the same way (--trees ignored)")
     parser.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
@@ -144,7 +154,8 @@ def main() -> int:
     if unknown := set(ops) - set(OPS):
         raise SystemExit(f"unknown ops {sorted(unknown)}: choose from {', '.join(OPS)}")
     if args.child:
-        print(json.dumps(asyncio.run(measure(ops, args.turns, args.redis_server, args.saver))))
+        print(json.dumps(asyncio.run(measure(ops, args.turns, args.redis_server, args.saver,
+                                             args.warm, args.keep_history))))
         return 0
     if not shutil.which("callgrind_control"):
         raise SystemExit("valgrind is needed (apt-get install valgrind)")
@@ -155,7 +166,8 @@ def main() -> int:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(Path(__file__).parent)]))
         child = subprocess.run(
             [sys.executable, __file__, "--child", "--ops", args.ops, "--turns", str(args.turns),
-             "--redis-server", args.redis_server, "--saver", args.saver],
+             "--redis-server", args.redis_server, "--saver", args.saver,
+             "--warm", str(args.warm), *(["--keep-history"] if args.keep_history else [])],
             env=env, capture_output=True, text=True, check=False,
         )
         if child.returncode:
