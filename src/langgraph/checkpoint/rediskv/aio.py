@@ -514,10 +514,15 @@ class AsyncRedisSaver(RedisSaverBase):
 
     async def _run(self, op: Op[T]) -> T:
         self._bind_loop()
-        reply: Any = None
         try:
+            request = next(op)
             while True:
-                reply = await self._send(op.send(reply))
+                try:
+                    reply = await self._send(request)
+                except Exception as exc:  # the op may undo what it began; else it raises exc
+                    request = op.throw(exc)
+                else:
+                    request = op.send(reply)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 

@@ -148,7 +148,7 @@ def set_thread_ttl(core: SaverCore, thread_id: str, seconds: int | None) -> Op[N
 
 
 def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -> Op[None]:
-    from .core import ScriptCall
+    from .core import ScriptCall, ServerFullError
 
     source, target = str(source_thread_id), str(target_thread_id)
     if source == target:
@@ -183,21 +183,30 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
     if job < 0:
         raise CopyInterruptedError(f"the copy target {target!r} keeps being reaped")
     cursor: Sequence[Arg] = START_CURSOR
-    while True:
-        reply = yield ScriptCall(
-            "export_thread",
-            (keys.thread(source_tag),),
-            (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES),
-        )
-        if len(reply) > 1 and (yield from chunk(job, reply[1:])) < 0:
-            raise CopyInterruptedError(
-                f"copy of {source!r} to {target!r}: the target was written or deleted "
-                "meanwhile, and the copy discarded"
+    try:
+        while True:
+            reply = yield ScriptCall(
+                "export_thread",
+                (keys.thread(source_tag),),
+                (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES),
             )
-        if reply[0] is None:
-            break
-        cursor = list(reply[0])
-    if int((yield target_call("publish", job))) < 0:
+            if len(reply) > 1 and (yield from chunk(job, reply[1:])) < 0:
+                raise CopyInterruptedError(
+                    f"copy of {source!r} to {target!r}: the target was written or deleted "
+                    "meanwhile, and the copy discarded"
+                )
+            if reply[0] is None:
+                break
+            cursor = list(reply[0])
+        published = int((yield target_call("publish", job)))
+    except ServerFullError:
+        # a new target that the server refused midway goes whole, now (reaping only deletes:
+        # a full server allows it), not when someone reaps the target next; a target that
+        # existed keeps the checkpoints copied, each whole, as it does when the client dies
+        if job > 0:
+            yield from _reap_tag(core, tag)
+        raise
+    if published < 0:
         raise CopyInterruptedError(
             f"copy of {source!r} to {target!r}: the target was written or deleted meanwhile, "
             "and the copy discarded"

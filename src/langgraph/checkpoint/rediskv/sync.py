@@ -501,10 +501,15 @@ class RedisSaver(RedisSaverBase):
         return self._max_bulk
 
     def _run(self, op: Op[T]) -> T:
-        reply: Any = None
         try:
+            request = next(op)
             while True:
-                reply = self._send(op.send(reply))
+                try:
+                    reply = self._send(request)
+                except Exception as exc:  # the op may undo what it began; else it raises exc
+                    request = op.throw(exc)
+                else:
+                    request = op.send(reply)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
