@@ -9,12 +9,18 @@
   ARGV[4]  checkpoint id (raw), "" for the latest
   ARGV[5]  refresh on read: the saver's default ttl in seconds (the thread's own setting
            wins), or -1 to leave expiries alone
+  ARGV[6]  h, the number of blobs the client holds (its bases of the namespace's channels),
+           then h pairs: ref, the mark the blob was stored with ("u:b:<mark>;",
+           src/langgraph/checkpoint/rediskv/compression.py)
 
   Reply: nil when there is no such checkpoint (or it is incomplete, or its thread's root
   P:th:{T} is gone), else (include/records.lua's load_checkpoint)
     { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | nil, large }
   the record as stored (the client parses its large fields, md, ck and the pending writes,
-  from byte `large` on), the values it references, and the writes of its writes hash.
+  from byte `large` on), the values it references, and the writes of its writes hash. A
+  value the client holds, stored with the mark it gave, comes back as "": its bytes are
+  those the client has (a blob's mark names the write that stored it), and a chat's base,
+  its whole history, is not copied again at every turn.
 ]]
 -- @include keyschema
 -- @include record
@@ -39,7 +45,9 @@ if id == "" then
 elseif not redis.call("ZSCORE", KEYS[1], id) then
   return nil  -- not (or no longer) in the index: deleted, or pruned in steps
 end
-local record = load_checkpoint(K, ns, id, ttl)
+local held = {}
+for j = 7, 6 + 2 * tonumber(ARGV[6]), 2 do held[ARGV[j]] = ARGV[j + 1] end
+local record = load_checkpoint(K, ns, id, ttl, held)
 if record and ttl > 0 then
   keep_alive(KEYS[1], ttl, false)
   keep_alive(K.thread, ttl, false)

@@ -35,7 +35,7 @@
   then b, the number of new blobs, then b pairs: ref "C:V", "<type>\0<bytes>"
   then s, the number of the other value refs of ARGV[8] (blobs stored before), then those s
   then d, the number of the bases of ARGV[8], then d pairs: ref, and what the stored base must
-  be for the values sent against it: "zb:<mark>;", the head of a base stored with its mark
+  be for the values sent against it: "u:b:<mark>;", the head of a base stored with its mark
   (src/langgraph/checkpoint/rediskv/compression.py), or the SHA1 (hex) of all the stored
   bytes of a base written before marks
 
@@ -87,7 +87,7 @@ local bases_first = shared_last + 2
 for j = 0, tonumber(ARGV[bases_first - 1]) - 1 do
   local base, check = ARGV[bases_first + 2 * j], ARGV[bases_first + 2 * j + 1]
   local blob, same = K.blob(ns, base), false
-  if string.sub(check, 1, 3) == "zb:" then
+  if string.sub(check, 1, 4) == "u:b:" then
     same = redis.call("GETRANGE", blob, "0", tostring(#check - 1)) == check
   else
     local stored = redis.call("GET", blob)

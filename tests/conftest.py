@@ -202,7 +202,7 @@ def keys_of(client: redis.Redis, pattern: str) -> list[str]:
 
 def without_base_mark(stored: bytes) -> bytes:
     """A stored value without the mark a value that may serve as a base carries in front of
-    its type ("zb:<mark>;", see compression.py): the type and bytes its serializer gave."""
+    its type ("u:b:<mark>;", see compression.py): the type and bytes its serializer gave."""
     return stored[len(stored_base_mark(stored)) :]
 
 

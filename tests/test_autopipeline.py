@@ -110,8 +110,8 @@ async def test_an_oversized_value_fails_only_its_own_call(tmp_path: Path, big: i
             )
             errors = [r for r in results if isinstance(r, BaseException)]
             assert [type(e) for e in errors] == [ValueTooLargeError]
-            # its stored form: "zb:<mark>;bytes\0" (a value that may serve as a base) and it
-            stored = len("zb:0123456789abcdef;bytes\0") + big
+            # its stored form: "u:b:<mark>;bytes\0" (a value that may serve as a base) and it
+            stored = len("u:b:" + "0" * 32 + ";bytes\0") + big
             assert f"a serialized value of {stored} bytes is larger" in str(errors[0])
             tuples = await asyncio.gather(*(saver.aget_tuple(cfg(f"t{i}")) for i in range(29)))
             assert [t.checkpoint["channel_values"] for t in tuples if t] == [

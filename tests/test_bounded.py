@@ -594,9 +594,9 @@ async def test_the_thread_backed_alist_and_the_loop_backed_list_stream_a_page_at
     decoded: list[int] = []
     decode = core_module.SaverCore.decode_record
 
-    def counted(self: Any, thread_id: str, record: Any, warm: bool = False) -> Any:
+    def counted(self: Any, thread_id: str, record: Any, *args: Any, **kwargs: Any) -> Any:
         decoded.append(1)
-        return decode(self, thread_id, record, warm)
+        return decode(self, thread_id, record, *args, **kwargs)
 
     prefix = new_prefix()
     try:

@@ -73,7 +73,7 @@ def test_large_values_are_stored_compressed_small_ones_as_they_are(
         raw = JsonPlusSerializer().dumps_typed(MESSAGES)[1]
         type_, _, packed = blobs["messages"].partition(b"\0")
         # a value that may serve as a base carries the mark of its write (reference compression)
-        assert re.fullmatch(rb"zb:[0-9a-f]{16};z:msgpack", type_), type_
+        assert re.fullmatch(rb"u:b:[0-9a-f]{32};z:msgpack", type_), type_
         assert zstandard.ZstdDecompressor().decompress(packed) == raw
         assert len(packed) < len(raw) / 2  # real prose: about 3x
         assert blobs["tiny"] == b"msgpack\0" + JsonPlusSerializer().dumps_typed("ok")[1]
@@ -133,7 +133,7 @@ def test_incompressible_values_are_stored_as_they_are(
         checkpoint = make_checkpoint({"noise": noise}, {"noise": "1"})
         saver.put(cfg("t"), checkpoint, {}, {"noise": "1"})
         type_, _, data = stored_values(client, prefix)["noise"].partition(b"\0")
-        assert re.fullmatch(rb"zb:[0-9a-f]{16};bytes", type_), type_  # (a base: its mark)
+        assert re.fullmatch(rb"u:b:[0-9a-f]{32};bytes", type_), type_  # (a base: its mark)
         assert data == noise
         loaded = saver.get_tuple(cfg("t"))
         assert loaded is not None and loaded.checkpoint["channel_values"] == {"noise": noise}
@@ -148,7 +148,7 @@ def test_with_encryption_values_are_compressed_before_they_are_encrypted(
     with RedisSaver(server_url, prefix=prefix, serde=serde) as saver:
         put_chat(saver, "t")
         type_, _, ciphertext = stored_values(client, prefix)["messages"].partition(b"\0")
-        assert re.fullmatch(rb"zb:[0-9a-f]{16};z:msgpack\+aes", type_), type_
+        assert re.fullmatch(rb"u:b:[0-9a-f]{32};z:msgpack\+aes", type_), type_
         raw = JsonPlusSerializer().dumps_typed(MESSAGES)[1]
         assert len(ciphertext) < len(raw) / 2  # ciphertext of the compressed plaintext
         assert PROSE[:40].encode() not in ciphertext
@@ -165,7 +165,7 @@ async def test_the_async_saver_compresses_too(
     async with AsyncRedisSaver(server_url, prefix=prefix) as saver:
         checkpoint = make_checkpoint({"messages": MESSAGES}, {"messages": "1"})
         await saver.aput(cfg("t"), checkpoint, {}, {"messages": "1"})
-        assert re.match(rb"zb:[0-9a-f]{16};z:msgpack\0", stored_values(client, prefix)["messages"])
+        assert re.match(rb"u:b:[0-9a-f]{32};z:msgpack\0", stored_values(client, prefix)["messages"])
         loaded = await saver.aget_tuple(cfg("t"))
         assert loaded is not None and loaded.checkpoint["channel_values"]["messages"] == MESSAGES
 
@@ -208,8 +208,8 @@ class TypedJson:
         ("z:json", "small"),  # stored as it is, with a type that looks like the mark
         ("z:json", "x" * 1000),  # compressed
         ("u:json", "small"),  # looks like the escape
-        ("zb:0123456789abcdef;json", "small"),  # looks like a base's mark
-        ("zb:0123456789abcdef;json", "x" * 2000),  # compressed, a base: with a mark in front
+        ("u:b:0123456789abcdef0123456789abcdef;json", "small"),  # looks like a base's mark
+        ("u:b:0123456789abcdef0123456789abcdef;json", "x" * 2000),  # compressed, a base
         ("json+gzip", "x" * 1000),  # a "+" that is not a cipher's
     ],
 )

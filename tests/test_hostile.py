@@ -192,9 +192,9 @@ def test_a_value_too_large_for_the_server_changes_nothing(tmp_path: Any) -> None
             before = snapshot(admin, "big:*")
             huge = make_checkpoint({"v": os.urandom(2_000_000)}, {"v": "2"})  # incompressible
             with pytest.raises(
-                # "zb:<mark>;bytes\0" (a value that may serve as a base) and the value
+                # "u:b:<32 hex digits>;bytes\0" (a value that may serve as a base) and it
                 ValueTooLargeError,
-                match="a serialized value of 2000026 bytes is larger",
+                match="a serialized value of 2000043 bytes is larger",
             ):
                 saver.put(cfg("t", checkpoint_id=small["id"]), huge, {}, {"v": "2"})
             assert snapshot(admin, "big:*") == before

@@ -39,7 +39,9 @@ end
 -- deleted), hidden, or when one of the blobs it references is. With ttl > 0 every key read
 -- gets a fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index
 -- and the global metadata indexes it is in (extended only: they are shared).
-local function load_checkpoint(K, ns, id, ttl)
+-- `held` (optional): ref -> mark of the blobs the client holds; one still stored with that
+-- mark comes back as "" (the client has its bytes: get_tuple.lua).
+local function load_checkpoint(K, ns, id, ttl, held)
   local cp = K.checkpoint(ns, id)
   local packed = redis.pcall("GET", cp)
   local rec, complete, large
@@ -58,17 +60,25 @@ local function load_checkpoint(K, ns, id, ttl)
   local refs = split_refs(rec.bv)
   local blobs = {}
   if #refs > 0 then
-    local blob_keys = {}
-    for j, ref in ipairs(refs) do blob_keys[j] = K.blob(ns, ref) end
+    local blob_keys, read = {}, {}  -- (read: the refs whose values are read)
+    for _, ref in ipairs(refs) do
+      local key, mark = K.blob(ns, ref), held and held[ref]
+      if not (mark and redis.call("GETRANGE", key, "0", tostring(#mark - 1)) == mark) then
+        blob_keys[#blob_keys + 1] = key
+        read[ref] = #blob_keys
+      end
+    end
     local values = {}
     for first = 1, #blob_keys, 4000 do  -- unpack() has a limit of a few thousand values
       local chunk = redis.call("MGET", unpack(blob_keys, first, math.min(first + 3999, #blob_keys)))
       for _, v in ipairs(chunk) do values[#values + 1] = v end
     end
-    for j, ref in ipairs(refs) do
-      if not values[j] then return nil end
+    for _, ref in ipairs(refs) do
+      local value = ""  -- held by the client
+      if read[ref] then value = values[read[ref]] end
+      if not value then return nil end
       blobs[#blobs + 1] = ref
-      blobs[#blobs + 1] = values[j]
+      blobs[#blobs + 1] = value
     end
   end
   local writes = redis.call("HGETALL", K.writes(ns, id))

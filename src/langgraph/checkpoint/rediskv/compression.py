@@ -19,16 +19,20 @@ references the value, so the base lives as long as the value does (lua/put_check
 Which base to use is the saver's choice (:class:`BaseCache`); reading needs only the base.
 
 A full value that may serve as a base (of ``REF_MIN_SIZE`` bytes or more) is stored as
-``zb:<mark>;<type>``: the mark is a random word its write chose. A put that sends a value
-against a base checks that the stored base is still the value it compressed against by
-comparing the mark, which it reads from the head of the blob, whatever the base's size
-(a base written before marks existed is checked by the SHA1 of all its bytes).
+``u:b:<mark>;<type>``: the mark is a digest of what follows it (its type, after any cipher's,
+and its bytes). A put that sends a value against a base checks that the stored base is still
+the value it compressed against by comparing the mark, which it reads from the head of the
+blob, whatever the base's size (a base written before marks existed is checked by the SHA1 of
+all its bytes); get_tuple leaves out a base the saver holds, by its mark. The same bytes get
+the same mark, so a value stored again leaves what is stored as it was. (No earlier version
+stored a type that starts with ``u:b:``: it wrote a serializer's type that starts with
+``u:`` behind another ``u:``.)
 """
 
 from __future__ import annotations
 
 import hashlib
-import secrets
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -44,19 +48,23 @@ MIN_SIZE = 128
 MARK = "z:"
 # A value compressed against a base: "zr:<base ref>;<type>" (refs are encoded: never ";").
 REF_MARK = "zr:"
-# A full value that may serve as a base: "zb:<mark>;<type>", the mark BASE_MARK_LENGTH hex
-# digits drawn for its write (see the module docstring), in front of the type it has without
-BASE_MARK = "zb:"
-BASE_MARK_LENGTH = 16
+# A full value that may serve as a base: "u:b:<mark>;<type>", the mark BASE_MARK_LENGTH hex
+# digits of a digest of its type and bytes (see the module docstring)
+BASE_MARK = "u:b:"
+BASE_MARK_LENGTH = 32
+_BASE_MARK = re.compile(rf"{BASE_MARK}[0-9a-f]{{{BASE_MARK_LENGTH}}};")
 # An uncompressed value whose serializer type starts with a mark gets this one in front too.
 ESCAPE = "u:"
-MARKS = (MARK, REF_MARK, BASE_MARK, ESCAPE)
+MARKS = (MARK, REF_MARK, ESCAPE)
 
 
-def with_base_mark(type_: str) -> str:
-    """``type_`` (a stored value's type, after any cipher's) of a full value that may serve
-    as a base: with a mark of its own in front."""
-    return f"{BASE_MARK}{secrets.token_hex(BASE_MARK_LENGTH // 2)};{type_}"
+def with_base_mark(type_: bytes, data: bytes) -> bytes:
+    """The stored form (``<type>\\0<bytes>``, ``type_`` after any cipher's) of a full value
+    that may serve as a base: with the mark of its type and bytes in front."""
+    digest = hashlib.blake2b(type_, digest_size=BASE_MARK_LENGTH // 2)
+    digest.update(b"\0")
+    digest.update(data)
+    return b"".join((BASE_MARK.encode(), digest.hexdigest().encode(), b";", type_, b"\0", data))
 
 
 def base_mark_length(type_: str) -> int:
@@ -64,10 +72,9 @@ def base_mark_length(type_: str) -> int:
     error that names it."""
     if not type_.startswith(BASE_MARK):
         return 0
-    end = len(BASE_MARK) + BASE_MARK_LENGTH
-    if type_[end : end + 1] != ";":
+    if not _BASE_MARK.match(type_):
         raise ValueError(f"a stored value of type {type_!r} has a malformed base mark")
-    return end + 1
+    return len(BASE_MARK) + BASE_MARK_LENGTH + 1
 
 
 def compression_level(compression: Any) -> int | None:
@@ -85,7 +92,7 @@ def compression_level(compression: Any) -> int | None:
 
 
 def stored_base_mark(stored: bytes) -> bytes:
-    """The base mark a stored value (``<type>\\0<bytes>``) starts with, ``zb:<mark>;``, or
+    """The base mark a stored value (``<type>\\0<bytes>``) starts with, ``u:b:<mark>;``, or
     b"" for none."""
     head = stored[: len(BASE_MARK) + BASE_MARK_LENGTH + 1].decode("latin-1")
     return stored[: base_mark_length(head)]
@@ -229,12 +236,17 @@ class Base:
         self._dictionary: zstandard.ZstdCompressionDict | None = None
 
     @property
+    def mark(self) -> bytes:
+        """The mark it was stored with, ``u:b:<mark>;`` (b"": stored before marks)."""
+        return stored_base_mark(self.stored)
+
+    @property
     def check(self) -> str:
         """What the put compares with the stored base, to know it is still these bytes: its
-        mark (``zb:<mark>;``, the put reads as many bytes of it), or the SHA1 (hex) of the
+        mark (``u:b:<mark>;``, the put reads as many bytes of it), or the SHA1 (hex) of the
         stored form of a base without one (written before marks)."""
         if self._check is None:
-            mark = stored_base_mark(self.stored)
+            mark = self.mark
             self._check = mark.decode() if mark else hashlib.sha1(self.stored).hexdigest()
         return self._check
 
@@ -319,6 +331,8 @@ class BaseCache:
     def __init__(self, max_bytes: int = BASE_CACHE_BYTES) -> None:
         self.max_bytes = max_bytes
         self._bases: OrderedDict[Hashable, Base] = OrderedDict()
+        # (hash tag, encoded namespace) -> its keys, for the keys of that form
+        self._namespaces: dict[tuple[Any, Any], set[Hashable]] = {}
         self._bytes = 0
         self._lock = threading.Lock()  # one saver serves many threads
 
@@ -329,26 +343,39 @@ class BaseCache:
                 self._bases.move_to_end(key)
             return base
 
+    def of_namespace(self, tag: str, ns_enc: str) -> list[Base]:
+        """The bases of every channel of a thread's namespace."""
+        with self._lock:
+            return [self._bases[key] for key in self._namespaces.get((tag, ns_enc), ())]
+
     def put(self, key: Hashable, base: Base) -> None:
         if base.size > self.max_bytes:
             return
         with self._lock:
-            old = self._bases.pop(key, None)
-            if old is not None:
-                self._bytes -= old.size
+            self._remove(key)
             self._bases[key] = base
             self._bytes += base.size
+            if isinstance(key, tuple) and len(key) == 3:
+                self._namespaces.setdefault(key[:2], set()).add(key)
             while self._bytes > self.max_bytes:
-                _, dropped = self._bases.popitem(last=False)
-                self._bytes -= dropped.size
+                self._remove(next(iter(self._bases)))
+
+    def _remove(self, key: Hashable) -> None:
+        old = self._bases.pop(key, None)
+        if old is None:
+            return
+        self._bytes -= old.size
+        if isinstance(key, tuple) and len(key) == 3:
+            keys = self._namespaces[key[:2]]
+            keys.discard(key)
+            if not keys:
+                del self._namespaces[key[:2]]
 
     def drop(self, key: Hashable) -> None:
         with self._lock:
-            old = self._bases.pop(key, None)
-            if old is not None:
-                self._bytes -= old.size
+            self._remove(key)
 
     def drop_thread(self, tag: str) -> None:
         with self._lock:
             for key in [k for k in self._bases if isinstance(k, tuple) and k[0] == tag]:
-                self._bytes -= self._bases.pop(key).size
+                self._remove(key)

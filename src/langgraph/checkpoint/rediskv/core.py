@@ -18,7 +18,7 @@ import re
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -134,7 +134,8 @@ _PUT_ATTEMPTS = 5
 # trigger channel is not (a state key of that name would collide with LangGraph's own).
 TRIGGER_CHANNEL_PREFIX = "branch:to:"
 # The stored checkpoint of a record holding inline values starts with this mark. It cannot
-# start a stored value otherwise ("u:" escapes only types that start with "z:" or "u:"), and
+# start a stored value otherwise ("u:" escapes only types that start with a mark, "u:" among
+# them, and the base mark is "u:b:": compression.py), and
 # a reader older than the mark refuses it ("Unknown serialization type") rather than
 # returning the checkpoint without those values.
 INLINE_MARK = b"u:i:"
@@ -463,13 +464,14 @@ class SaverCore:
             if cipher is not None:
                 cipher_name, data = cipher.encrypt(data)
                 stored_type = f"{stored_type}+{cipher_name}"
-            if base is None and worth_a_base:  # the next base: the mark the put checks
-                stored_type = with_base_mark(stored_type)
         except Exception as exc:
             raise SerializationError(
                 f"cannot serialize channel {key[2]!r} ({type(value).__name__}): {exc}"
             ) from exc
-        stored = stored_type.encode() + b"\0" + bytes(data)
+        if base is None and worth_a_base:  # the next base: with the mark the put checks
+            stored = with_base_mark(stored_type.encode(), bytes(data))
+        else:
+            stored = stored_type.encode() + b"\0" + bytes(data)
         if base is None and worth_a_base:
             self.bases.put(key, Base(ref, raw, stored))
         return stored, base
@@ -557,12 +559,17 @@ class SaverCore:
         return [write for _, write in rows]
 
     def decode_record(
-        self, thread_id: str, record: Sequence[Any], warm: bool = False
+        self,
+        thread_id: str,
+        record: Sequence[Any],
+        warm: bool = False,
+        held: Mapping[bytes, Base] | None = None,
     ) -> CheckpointTuple:
         """A checkpoint as a script returns it (include/records.lua's load_checkpoint: its
         record as stored, whose large fields are parsed here, from the byte it gives on, its
         blobs, the writes of its writes hash and its parent's id). ``warm``: remember the
-        bases of its channels, as a put that follows it compresses against them."""
+        bases of its channels, as a put that follows it compresses against them. ``held``:
+        the bases the call named by their marks, whose values came back as b"" (get_tuple)."""
         ns_enc, raw_id, packed, blobs, hash_writes, parent, large = record
         try:
             fields = parse_record(packed, large - 1)  # (a Lua position: from 1)
@@ -585,6 +592,14 @@ class SaverCore:
             checkpoint = self.loads(ck)
             values = {}
         by_ref = dict(zip(blobs[::2], blobs[1::2], strict=True))
+        for ref, stored in by_ref.items():
+            if stored == b"":  # (a stored value is never empty: "<type>\0<bytes>")
+                base = (held or {}).get(ref)
+                if base is None:
+                    raise ValueError(f"the blob {ref.decode()!r} came back empty, not held")
+                by_ref[ref] = base.stored  # the very bytes: stored with the mark it has
+                if self.read_bases.get(base.stored) is None:  # (read without decompressing)
+                    self.read_bases.put(base.stored, base)
         tag = self.keys.tag(thread_id) if warm else ""
         for ref, stored in by_ref.items():
             channel = decode_part(ref.split(b":", 1)[0].decode())
@@ -825,18 +840,26 @@ class SaverCore:
         thread_id = thread_id_of(config)
         ns = config["configurable"].get("checkpoint_ns") or ""
         tag = self.keys.tag(thread_id)
+        ns_enc = encode_part(ns)
+        # the bases this saver holds of the namespace's channels: the script sends back none
+        # of those still stored with the same mark (a chat's base is its history)
+        held = {b.ref.encode(): b for b in self.bases.of_namespace(tag, ns_enc) if b.mark}
+        held_args: list[Arg] = [len(held)]
+        for ref, base in held.items():
+            held_args += [ref, base.mark]
         record = yield ScriptCall(
             "get_tuple",
             (self.keys.index(tag, ns),),
             (
                 self.keys.prefix,
                 tag,
-                encode_part(ns),
+                ns_enc,
                 get_checkpoint_id(config) or "",
                 self.read_ttl_seconds,
+                *held_args,
             ),
         )
-        return self.decode_record(thread_id, record, warm=True) if record else None
+        return self.decode_record(thread_id, record, warm=True, held=held) if record else None
 
     def _list_call(
         self,
