@@ -10,7 +10,11 @@
   ARGV[1]  prefix P   ARGV[2]  hash tag {T} of the target
   ARGV[3]  the saver's default ttl in seconds (0: none); the target's own setting wins
   ARGV[4]  "begin" | "chunk" | "publish"
-  ARGV[5]  the copy's job number from "begin" ("0": the target exists, records go straight in)
+  ARGV[5]  "<n>:<token>": the copy's job number from "begin" ("0": the target exists, records
+           go straight in; "begin" sends 0), and a token the client drew for the copy, which
+           "begin" keeps with the job: a number is used again once the target's jobs are all
+           gone, so "chunk" and "publish" of a copy whose job was discarded would otherwise
+           write into the job of another copy begun since
   ARGV[6]  "1" when the store keeps global indexes (standalone servers), "~<hint>" on a
            cluster (the threads-by-value lists written ahead, include/lists.lua), else "0"
   ARGV[7..] ("chunk") the records, as export_thread.lua replies them
@@ -36,18 +40,25 @@
 -- @include reap
 -- @include lists
 
-local prefix, tag, mode, n = ARGV[1], ARGV[2], ARGV[4], tonumber(ARGV[5])
+local prefix, tag, mode = ARGV[1], ARGV[2], ARGV[4]
+local job, token = string.match(ARGV[5], "^(%d+):(.*)$")
+local n = tonumber(job)
 local K = keyspace(prefix, tag)
 local G = jobspace(prefix, tag, n)
 
 if mode == "begin" then
   if redis.call("EXISTS", KEYS[3]) == 1 then return -1 end
   if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
-  return new_job(KEYS[3], "copy")
+  n = new_job(KEYS[3], "copy")
+  redis.call("HSET", jobspace(prefix, tag, n).state, "tok", token)
+  return n
 end
 
 if n > 0 then
-  if redis.call("SISMEMBER", KEYS[3], "copy:" .. n) == 0 then return -1 end
+  if redis.call("SISMEMBER", KEYS[3], "copy:" .. n) == 0
+    or redis.call("HGET", G.state, "tok") ~= token then
+    return -1
+  end
 elseif redis.call("EXISTS", KEYS[3]) == 1 then
   return -1
 end

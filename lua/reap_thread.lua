@@ -8,6 +8,9 @@
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}
   ARGV[3]  budget: stop after about this much work (one unit ~ one Redis command)
+  ARGV[4]  (optional) a job, "copy:<n>": reap it alone, while it is the oldest pending job and
+  ARGV[5]  holds this token (a copy_thread discarding its own job after a failure; a job of
+           that number with another token is another copy's)
 
   Reply: the number of jobs still pending: 0 when nothing is left to reap
 ]]
@@ -17,4 +20,4 @@
 -- @include delta
 -- @include reap
 
-return reap(ARGV[1], ARGV[2], tonumber(ARGV[3]) or 2000)
+return reap(ARGV[1], ARGV[2], tonumber(ARGV[3]) or 2000, ARGV[4], ARGV[5])

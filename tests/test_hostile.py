@@ -14,7 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.base import get_checkpoint_metadata
 
-from langgraph.checkpoint.rediskv import RedisSaver, SerializationError, ValueTooLargeError
+from langgraph.checkpoint.rediskv import (
+    RedisSaver,
+    SerializationError,
+    ServerFullError,
+    ValueTooLargeError,
+    bulk,
+)
+from langgraph.checkpoint.rediskv.bulk import CopyInterruptedError
 
 from .conftest import PrivateServer, new_prefix, snapshot
 from .test_contract import cfg, make_checkpoint
@@ -203,3 +210,97 @@ def test_a_value_too_large_for_the_server_changes_nothing(tmp_path: Any) -> None
     finally:
         admin.close()
         server.stop()
+
+
+# -- two copies to one target, one of them discarded midway (found by review) -------------------
+
+
+def put_chain(saver: RedisSaver, thread: str, n: int) -> list[str]:
+    ids, parent = [], None
+    for i in range(n):
+        version = saver.get_next_version(None, None)
+        checkpoint = make_checkpoint({"who": f"{thread}-{i}"}, {"who": version})
+        saver.put(cfg(thread, checkpoint_id=parent), checkpoint, {"step": i}, {"who": version})
+        parent = checkpoint["id"]
+        ids.append(checkpoint["id"])
+    return ids
+
+
+class StepByStep:
+    """An operation of a saver driven a request at a time, as its transport drives it."""
+
+    def __init__(self, saver: RedisSaver, op: Any) -> None:
+        self.saver, self.op = saver, op
+        self.request: Any = next(op)
+        self.done = False
+        self.error: BaseException | None = None
+
+    def step(self, fail: BaseException | None = None) -> None:
+        try:
+            if fail is not None:
+                self.request = self.op.throw(fail)
+            else:
+                self.request = self.op.send(self.saver._send(self.request))
+        except StopIteration:
+            self.done = True
+        except Exception as exc:
+            self.done, self.error = True, exc
+
+    def until(self, mode: str | None = None) -> None:
+        """Up to the next import_thread call of `mode`; None: to the end."""
+        while not self.done and not (
+            mode
+            and getattr(self.request, "name", "") == "import_thread"
+            and mode in self.request.args
+        ):
+            self.step()
+
+
+def begin_two_copies(saver: RedisSaver) -> tuple[StepByStep, StepByStep, list[str]]:
+    """Copy A (s1 -> T) writes a chunk; a delete of T discards its job; copy B (s2 -> T)
+    begins, and gets the job number A had (the target's jobs were all gone), and writes a
+    chunk."""
+    put_chain(saver, "s1", 3)
+    s2 = put_chain(saver, "s2", 3)
+    a = StepByStep(saver, saver._core.copy_thread("s1", "T"))
+    a.until("chunk")
+    a.step()
+    saver.delete_thread("T")
+    b = StepByStep(saver, saver._core.copy_thread("s2", "T"))
+    b.until("chunk")
+    b.step()
+    return a, b, s2
+
+
+def test_a_copy_whose_job_was_discarded_does_not_write_into_the_next_copys(
+    server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job number comes again once a thread's jobs are all gone: A went on writing into
+    B's job, and published it, T a mix of both sources, and B failed. A copy's job is its
+    number and a token of its own now."""
+    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 1)  # a chunk per checkpoint
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        a, b, s2 = begin_two_copies(saver)
+        a.until()
+        b.until()
+        assert isinstance(a.error, CopyInterruptedError) and b.error is None
+        assert sorted(t.checkpoint["id"] for t in saver.list(cfg("T"))) == sorted(s2)
+        assert saver.check_invariants() == []
+
+
+def test_a_copy_refused_midway_discards_its_own_job_only(
+    server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy the server refuses midway discards its job; it reaped every job of the target,
+    so the copy begun since was discarded too."""
+    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 1)
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        a, b, s2 = begin_two_copies(saver)
+        a.until("chunk")
+        a.step(fail=ServerFullError("refused (test)"))  # A's next chunk, refused
+        a.until()
+        assert isinstance(a.error, ServerFullError)
+        b.until()
+        assert b.error is None
+        assert sorted(t.checkpoint["id"] for t in saver.list(cfg("T"))) == sorted(s2)
+        assert saver.check_invariants() == []

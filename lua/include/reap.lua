@@ -489,8 +489,9 @@ local function reap_ttl(K, prefix, tag, G, budget)
 end
 
 -- One step of the thread's jobs, oldest first, within `budget`. Returns the number of jobs
--- still pending (0: the gc root is gone).
-local function reap(prefix, tag, budget)
+-- still pending (0: the gc root is gone). `only` (optional): a job, reaped alone while it is
+-- the oldest and its state holds `token` (0 once it is not).
+local function reap(prefix, tag, budget, only, token)
   local K = keyspace(prefix, tag)
   local used = 0
   while used < budget do
@@ -503,6 +504,7 @@ local function reap(prefix, tag, budget)
     end
     local kind = string.match(job, "^(%a+):")
     local G = jobspace(prefix, tag, n)
+    if only and (job ~= only or redis.call("HGET", G.state, "tok") ~= token) then return 0 end
     local spent, done
     if kind == "del" or kind == "copy" then
       spent, done = reap_whole(K, prefix, tag, G, budget - used)

@@ -12,6 +12,8 @@ a new target appears whole when the copy is published.
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,10 +48,14 @@ def require_list(values: Any, what: str) -> None:
         )
 
 
-def reap_call(core: SaverCore, tag: str) -> ScriptCall:
+def reap_call(core: SaverCore, tag: str, only: tuple[str, str] | None = None) -> ScriptCall:
+    """One step of the thread's pending jobs; ``only``: (job, token), that job alone, while
+    it is pending under that token (a copy discarding its own job: reap_thread.lua)."""
     from .core import ScriptCall
 
-    return ScriptCall("reap_thread", (core.keys.gc(tag),), (core.keys.prefix, tag, REAP_STEP))
+    return ScriptCall(
+        "reap_thread", (core.keys.gc(tag),), (core.keys.prefix, tag, REAP_STEP, *(only or ()))
+    )
 
 
 def job_call(core: SaverCore, name: str, thread_id: str, *extra: Arg) -> tuple[str, ScriptCall]:
@@ -92,8 +98,8 @@ def run_jobs(core: SaverCore, first_calls: Iterable[tuple[str, ScriptCall]]) -> 
             replies += yield Batch([reap_call(core, tag) for tag in chunk])
 
 
-def _reap_tag(core: SaverCore, tag: str) -> Op[None]:
-    call = reap_call(core, tag)
+def _reap_tag(core: SaverCore, tag: str, only: tuple[str, str] | None = None) -> Op[None]:
+    call = reap_call(core, tag, only)
     while (yield call):
         pass
 
@@ -159,9 +165,13 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
 
     ahead = lists.Ahead() if core.cluster_lists else None
 
+    # the copy's job is its number and this token: a number comes again once the target's
+    # jobs are all gone (a delete discarded this one), the token never
+    token = secrets.token_hex(8)
+
     def target_call(mode: str, job: int, *records: Arg) -> ScriptCall:
         indexes = ahead.hint() if ahead is not None else "1" if core.global_index else "0"
-        args = (keys.prefix, tag, core.ttl_seconds, mode, job, indexes, *records)
+        args = (keys.prefix, tag, core.ttl_seconds, mode, f"{job}:{token}", indexes, *records)
         return ScriptCall("import_thread", target_keys, args)
 
     def chunk(job: int, records: Sequence[Arg]) -> Op[int]:
@@ -183,6 +193,7 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
     if job < 0:
         raise CopyInterruptedError(f"the copy target {target!r} keeps being reaped")
     cursor: Sequence[Arg] = START_CURSOR
+    copied = False  # (into a target that exists: checkpoints are written chunk by chunk)
     try:
         while True:
             reply = yield ScriptCall(
@@ -190,21 +201,33 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
                 (keys.thread(source_tag),),
                 (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES),
             )
-            if len(reply) > 1 and (yield from chunk(job, reply[1:])) < 0:
-                raise CopyInterruptedError(
-                    f"copy of {source!r} to {target!r}: the target was written or deleted "
-                    "meanwhile, and the copy discarded"
-                )
+            if len(reply) > 1:
+                if (yield from chunk(job, reply[1:])) < 0:
+                    raise CopyInterruptedError(
+                        f"copy of {source!r} to {target!r}: the target was written or deleted "
+                        "meanwhile, and the copy discarded"
+                    )
+                copied = True
             if reply[0] is None:
                 break
             cursor = list(reply[0])
         published = int((yield target_call("publish", job)))
-    except ServerFullError:
-        # a new target that the server refused midway goes whole, now (reaping only deletes:
-        # a full server allows it), not when someone reaps the target next; a target that
-        # existed keeps the checkpoints copied, each whole, as it does when the client dies
+    except CopyInterruptedError:
+        raise  # (its job is gone already)
+    except Exception as exc:
+        # A copy to a new target that fails midway (the server full: maxmemory is checked per
+        # call) discards its own job now, not when someone reaps the target next (reaping
+        # only deletes: a full server allows it). Should that fail too (the server gone), the
+        # job is left to the next reaper, as when the client dies. A target that existed
+        # keeps the checkpoints copied so far, each whole.
         if job > 0:
-            yield from _reap_tag(core, tag)
+            with contextlib.suppress(Exception):  # (the error that stopped the copy says why)
+                yield from _reap_tag(core, tag, (f"copy:{job}", token))
+        elif copied and isinstance(exc, ServerFullError):
+            raise ServerFullError(
+                f"copy of {source!r} to {target!r} stopped midway: the checkpoints copied "
+                f"before stay in the target, each whole ({exc})"
+            ) from exc
         raise
     if published < 0:
         raise CopyInterruptedError(
