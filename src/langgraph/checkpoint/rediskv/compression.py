@@ -226,19 +226,16 @@ REF_LEVEL = 3
 class Base:
     """A full stored value that later values of its channel are compressed against."""
 
-    __slots__ = ("_check", "_dictionary", "raw", "ref", "stored")
+    __slots__ = ("_check", "_dictionary", "mark", "raw", "ref", "stored")
 
     def __init__(self, ref: str, raw: bytes, stored: bytes) -> None:
         self.ref = ref  # "C:V", encoded, as in bv
         self.raw = raw  # its serialized bytes: the dictionary
         self.stored = stored  # its stored form, "<type>\0<bytes>"
+        # the mark it was stored with, "u:b:<mark>;" (b"": stored before marks)
+        self.mark = stored_base_mark(stored)
         self._check: str | None = None
         self._dictionary: zstandard.ZstdCompressionDict | None = None
-
-    @property
-    def mark(self) -> bytes:
-        """The mark it was stored with, ``u:b:<mark>;`` (b"": stored before marks)."""
-        return stored_base_mark(self.stored)
 
     @property
     def check(self) -> str:
