@@ -56,7 +56,8 @@ end
 
 if n > 0 then
   if redis.call("SISMEMBER", KEYS[3], "copy:" .. n) == 0
-    or redis.call("HGET", G.state, "tok") ~= token then
+    or redis.call("HGET", G.state, "tok") ~= token
+    or redis.call("HEXISTS", G.state, "x") == 1 then
     return -1
   end
 elseif redis.call("EXISTS", KEYS[3]) == 1 then

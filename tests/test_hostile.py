@@ -304,3 +304,45 @@ def test_a_copy_refused_midway_discards_its_own_job_only(
         assert b.error is None
         assert sorted(t.checkpoint["id"] for t in saver.list(cfg("T"))) == sorted(s2)
         assert saver.check_invariants() == []
+
+
+def test_a_copy_whose_job_a_reaper_began_discarding_does_not_publish(
+    server_url: str, prefix: str
+) -> None:
+    """Found by review: delete_thread(T) while a copy into T runs reaps part of the copy's job
+    in its first step (a step unlinks ~200 checkpoints); the job was still pending under its
+    token, so the copy published what was left (60 of 260 checkpoints) and both calls
+    returned. A job being discarded is marked so from the first step: the copy fails."""
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        put_chain(saver, "s1", 260)
+        copy = StepByStep(saver, saver._core.copy_thread("s1", "T"))
+        copy.until("publish")  # every chunk written
+        delete = StepByStep(saver, saver._core.delete_thread("T"))
+        delete.step()  # its first step reaps part of the copy's job
+        copy.until()
+        delete.until()
+        assert isinstance(copy.error, CopyInterruptedError) and delete.error is None
+        assert list(saver.list(cfg("T"))) == []
+        assert saver.check_invariants() == []
+
+
+def test_a_copy_onto_an_existing_target_stopped_midway_says_what_stays(
+    server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch, client: redis.Redis
+) -> None:
+    """Found by review: onto a target that exists, chunks go straight in; one refused because
+    the target has a job pending said "the copy discarded", yet what was copied stays."""
+    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 1)
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        own = put_chain(saver, "E", 2)
+        source = put_chain(saver, "s2", 4)
+        copy = StepByStep(saver, saver._core.copy_thread("s2", "E"))
+        for _ in range(2):  # two chunks: the oldest two checkpoints of s2
+            copy.until("chunk")
+            copy.step()
+        client.sadd(f"{prefix}:gc:{{E}}", "ttl:1")  # another client's job on E, pending
+        client.hset(f"{prefix}:gc:{{E}}:1", "ttl", "0")
+        copy.until()
+        assert isinstance(copy.error, CopyInterruptedError)
+        assert "the checkpoints copied before stay in the target" in str(copy.error)
+        listed = sorted(t.checkpoint["id"] for t in saver.list(cfg("E")))
+        assert listed == sorted([*own, *source[:2]])

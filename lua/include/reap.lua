@@ -505,6 +505,9 @@ local function reap(prefix, tag, budget, only, token)
     local kind = string.match(job, "^(%a+):")
     local G = jobspace(prefix, tag, n)
     if only and (job ~= only or redis.call("HGET", G.state, "tok") ~= token) then return 0 end
+    -- a copy being discarded is marked at once: its chunks and publish are refused from the
+    -- first step on, not only once the job is gone (a step unlinks part of it)
+    if kind == "copy" then redis.call("HSET", G.state, "x", "1") end
     local spent, done
     if kind == "del" or kind == "copy" then
       spent, done = reap_whole(K, prefix, tag, G, budget - used)

@@ -212,7 +212,13 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
                 break
             cursor = list(reply[0])
         published = int((yield target_call("publish", job)))
-    except CopyInterruptedError:
+    except CopyInterruptedError as exc:
+        if job == 0 and copied:  # (no job: what the chunks wrote stays)
+            raise CopyInterruptedError(
+                f"copy of {source!r} to {target!r} stopped midway: the target has a job "
+                "pending (a delete, prune or ttl change); the checkpoints copied before stay "
+                "in the target, each whole"
+            ) from exc
         raise  # (its job is gone already)
     except Exception as exc:
         # A copy to a new target that fails midway (the server full: maxmemory is checked per
