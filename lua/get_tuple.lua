@@ -19,8 +19,8 @@
   the record as stored (the client parses its large fields, md, ck and the pending writes,
   from byte `large` on), the values it references, and the writes of its writes hash. A
   value the client holds, stored with the mark it gave, comes back as "": its bytes are
-  those the client has (a blob's mark names the write that stored it), and a chat's base,
-  its whole history, is not copied again at every turn.
+  those the client has (a blob's mark is a digest of its bytes), and a chat's base, its
+  whole history, is not copied again at every turn.
 ]]
 -- @include keyschema
 -- @include record

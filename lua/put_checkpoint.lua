@@ -82,7 +82,8 @@ for j = shared_first, shared_last do
 end
 -- The bases of the values sent with this call: still stored, and the very bytes they were
 -- compressed against (a base deleted and written again may differ, or be compressed itself).
--- A base's mark names its write: its head tells, whatever its size (a chat's history).
+-- A base's mark is a digest of its bytes: its head tells, whatever its size (a chat's
+-- history).
 local bases_first = shared_last + 2
 for j = 0, tonumber(ARGV[bases_first - 1]) - 1 do
   local base, check = ARGV[bases_first + 2 * j], ARGV[bases_first + 2 * j + 1]
