@@ -89,7 +89,7 @@ for j = 0, tonumber(ARGV[bases_first - 1]) - 1 do
   local base, check = ARGV[bases_first + 2 * j], ARGV[bases_first + 2 * j + 1]
   local blob, same = K.blob(ns, base), false
   if string.sub(check, 1, 4) == "u:b:" then
-    same = redis.call("GETRANGE", blob, "0", tostring(#check - 1)) == check
+    same = has_mark(blob, check)
   else
     local stored = redis.call("GET", blob)
     same = stored and redis.sha1hex(stored) == check

@@ -132,6 +132,13 @@ local function blob_base(stored)
   return semi and string.sub(stored, 4, semi - 1) or nil
 end
 
+-- Whether the blob at `key` is stored with `mark` ("u:b:<digest>;", the head of a value that
+-- may serve as a base: compression.py), so holds the very bytes of the client's that bear it;
+-- only the head is read, whatever the blob's size (false when it is gone).
+local function has_mark(key, mark)
+  return redis.call("GETRANGE", key, "0", tostring(#mark - 1)) == mark
+end
+
 -- blob_base of the blob at `key` ("" when gone), reading only the head of the value.
 local function stored_base(key)
   local head = redis.call("GETRANGE", key, "0", "255")  -- (strings: a number is printf'd)

@@ -63,7 +63,7 @@ local function load_checkpoint(K, ns, id, ttl, held)
     local blob_keys, read = {}, {}  -- (read: the refs whose values are read)
     for _, ref in ipairs(refs) do
       local key, mark = K.blob(ns, ref), held and held[ref]
-      if not (mark and redis.call("GETRANGE", key, "0", tostring(#mark - 1)) == mark) then
+      if not (mark and has_mark(key, mark)) then
         blob_keys[#blob_keys + 1] = key
         read[ref] = #blob_keys
       end

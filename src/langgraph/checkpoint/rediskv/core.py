@@ -470,10 +470,9 @@ class SaverCore:
             ) from exc
         if base is None and worth_a_base:  # the next base: with the mark the put checks
             stored = with_base_mark(stored_type.encode(), bytes(data))
+            self.bases.put(key, Base(ref, raw, stored))
         else:
             stored = stored_type.encode() + b"\0" + bytes(data)
-        if base is None and worth_a_base:
-            self.bases.put(key, Base(ref, raw, stored))
         return stored, base
 
     def _decrypted(self, stored: bytes) -> tuple[str, bytes]:
