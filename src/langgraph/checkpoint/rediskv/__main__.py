@@ -72,7 +72,8 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, sub: bool) -> No
     parser.add_argument(
         "--url",
         default=argparse.SUPPRESS if sub else os.environ.get("REDIS_URL") or None,
-        help="redis://, rediss:// or unix:// URL of the server (default: $REDIS_URL)",
+        help="redis://, rediss:// or unix:// URL of the server (default: $REDIS_URL, then "
+        "redis://localhost:6379/0)",
     )
     parser.add_argument(
         "--prefix",
