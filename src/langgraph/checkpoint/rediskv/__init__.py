@@ -10,10 +10,12 @@ from .core import (
     ServerFullError,
     ValueTooLargeError,
 )
+from .shallow import AsyncShallowRedisSaver, ShallowRedisSaver
 from .sync import RedisSaver
 
 __all__ = [
     "AsyncRedisSaver",
+    "AsyncShallowRedisSaver",
     "CopyInterruptedError",
     "ListingInterruptedError",
     "Problem",
@@ -21,5 +23,6 @@ __all__ = [
     "RedisUnavailableError",
     "SerializationError",
     "ServerFullError",
+    "ShallowRedisSaver",
     "ValueTooLargeError",
 ]

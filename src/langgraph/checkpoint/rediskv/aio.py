@@ -43,10 +43,12 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    check_server,
     refuse_decoding_client,
     retry_backoff,
 )
 from .check import Problem, check_store
+from .compat import resolve_arguments
 from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
@@ -60,7 +62,6 @@ from .core import (
     ScriptCall,
     Stream,
     check_cluster_layout,
-    explain_response_error,
     largest_arg,
     next_scan_position,
     node_groups,
@@ -91,7 +92,7 @@ class AsyncRedisSaver(RedisSaverBase):
 
     def __init__(
         self,
-        url: str | None = None,
+        url: str | Any = None,
         *,
         client: aredis.Redis | AsyncRedisCluster | None = None,
         cluster: bool = False,
@@ -111,8 +112,27 @@ class AsyncRedisSaver(RedisSaverBase):
         functions: bool = True,
         **redis_kwargs: Any,
     ) -> None:
+        given = resolve_arguments(
+            type(self).__name__,
+            url,
+            client,
+            redis_kwargs,
+            is_client=lambda c: isinstance(c, (aredis.Redis, AsyncRedisCluster)),
+            client_kind="a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client",
+            cluster=cluster,
+            own_names=inspect.signature(AsyncRedisSaver.__init__).parameters,
+            asyncio=True,
+        )
+        client, redis_kwargs = given.client, given.redis_kwargs
         connect_url = self._setup(
-            url, client, prefix, ttl, serde, index_metadata, compression, keep_last
+            given.url,
+            client,
+            prefix if given.prefix is None else given.prefix,
+            ttl,
+            serde,
+            index_metadata,
+            compression,
+            keep_last,
         )
         if connect_url is not None:
             options: dict[str, Any] = {
@@ -125,8 +145,10 @@ class AsyncRedisSaver(RedisSaverBase):
             if cluster:
                 client = AsyncRedisCluster.from_url(connect_url, **options)
             else:
+                # (an option given in redis_kwargs overrides the saver's own)
                 pool = aredis.BlockingConnectionPool.from_url(
-                    connect_url, timeout=pool_timeout, retry_on_timeout=retries > 0, **options
+                    connect_url,
+                    **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options},
                 )
                 pack_in_c(pool)
                 client = aredis.Redis(connection_pool=pool)
@@ -169,6 +191,39 @@ class AsyncRedisSaver(RedisSaverBase):
             yield saver
         finally:
             await saver.aclose()
+
+    async def asetup(self) -> None:
+        """As RedisSaver.setup: optional, and safe to call any number of times."""
+        client = self._client
+        try:
+            if isinstance(client, AsyncRedisCluster):
+                await client.initialize()
+                self._cluster_ready = True
+            try:
+                info: Any = await client.info()
+            except ResponseError:  # INFO denied (an ACL): the first call will tell
+                info = None
+            if info is not None:
+                check_server(self._url, info, isinstance(client, AsyncRedisCluster))
+            for script in self._scripts.values():
+                await client.script_load(script.script)  # (on a cluster: on every primary)
+            if isinstance(client, AsyncRedisCluster):
+                self._loaded_on_cluster.update(self._scripts)
+                for node in client.get_primaries():
+                    async with self._node_locks.setdefault(node.name, asyncio.Lock()):
+                        await self._prepare_node(node)
+            elif self._library.enabled:
+                async with self._library_lock:
+                    await self._check_or_load()
+        except UNAVAILABLE as exc:
+            raise self._unavailable(exc) from exc
+        except RedisClusterException as exc:
+            self._raise_cluster_failure(exc)
+        await self._run(self._core.register_metadata_index())
+
+    def setup(self) -> None:
+        """asetup from a thread other than the event loop's (as the other sync methods)."""
+        self._on_loop(self.asetup())
 
     @property
     def client(self) -> aredis.Redis | AsyncRedisCluster:
@@ -493,7 +548,7 @@ class AsyncRedisSaver(RedisSaverBase):
         except RedisClusterException as exc:
             self._raise_cluster_failure(exc)
         except ResponseError as exc:
-            explained = explain_response_error(request, exc)
+            explained = self._explain(request, exc)
             if explained is exc:
                 raise
             raise explained from exc

@@ -18,13 +18,14 @@ from redis.exceptions import (
     MovedError,
     NoScriptError,
     RedisClusterException,
+    ResponseError,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .compression import compression_level
-from .core import SaverCore, ScriptCall
+from .core import Request, SaverCore, ScriptCall, explain_response_error
 from .keys import KeySchema, tag_of
 from .settings import parse_keep_last, parse_ttl, redact_url, resolve_url
 
@@ -159,6 +160,17 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             )
         return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")
 
+    def _explain(self, request: Request, exc: ResponseError) -> Exception:
+        """A clearer error for a server's error reply (see explain_response_error); a
+        cluster's redirect met by a saver made for a standalone server names the setting."""
+        text = str(exc)
+        redirected = isinstance(exc, (MovedError, AskError)) or any(
+            sign in text for sign in CLUSTER_REFUSALS
+        )
+        if redirected and not self._core.cluster_lists:
+            return not_a_cluster_client(self._url, exc)
+        return explain_response_error(request, exc)
+
     def _raise_cluster_failure(self, exc: RedisClusterException) -> NoReturn:
         """Raise what redis-py's cluster client raised as the saver says it: a server that is
         not a cluster is a mistake of the settings; no node that answers (it says "cannot be
@@ -173,6 +185,44 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         if "cannot be connected" in str(exc):
             raise self._unavailable(exc) from exc
         raise exc
+
+
+# What a cluster node answers to a script of a saver made for a standalone server, whose keys
+# span slots (Redis 7, Valkey 9), besides MOVED and ASK.
+CLUSTER_REFUSALS = ("CROSSSLOT", "do not hash to the same slot", "non local key")
+
+MIN_SERVER_VERSION = (7, 0)  # the scripts carry Redis 7 script flags (Valkey says 7.2 here)
+
+
+def check_server(url: str, info: dict[str, Any], cluster_client: bool) -> None:
+    """Refuse a server the saver cannot run on, from its INFO reply (on a cluster, a reply
+    per node): older than Redis 7.0, or a cluster node for a saver made without
+    ``cluster=True`` (every call would come back MOVED or CROSSSLOT)."""
+    per_node = bool(info) and all(isinstance(v, dict) for v in info.values())
+    replies = list(info.values()) if per_node else [info]
+    for reply in replies:
+        version = str(reply.get("redis_version", "0"))
+        numbers = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+        if numbers < MIN_SERVER_VERSION:
+            raise ValueError(
+                f"the server at {redact_url(url)} is Redis {version}: the saver needs Redis "
+                "7.0 or later, or Valkey 7.2 or later"
+            )
+        if str(reply.get("cluster_enabled", "0")) == "1" and not cluster_client:
+            raise ValueError(
+                f"the server at {redact_url(url)} is a Redis Cluster node: make the saver "
+                "with cluster=True"
+            )
+
+
+def not_a_cluster_client(url: str, exc: Exception) -> ValueError:
+    """A cluster's redirect (MOVED, ASK) or CROSSSLOT reply, met by a saver made without
+    ``cluster=True``: its settings are wrong; nothing ran."""
+    return ValueError(
+        f"the server at {redact_url(url)} is a Redis Cluster node and refused a call "
+        f"({str(exc).split(chr(10))[0][:80]}): make the saver with cluster=True; nothing "
+        "was written"
+    )
 
 
 # InvalidResponse: something other than Redis answers (a web server on the port, say)

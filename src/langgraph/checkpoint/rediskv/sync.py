@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import inspect
 import itertools
 import threading
 import time
@@ -37,10 +38,12 @@ from .base import (
     SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
+    check_server,
     refuse_decoding_client,
     retry_backoff,
 )
 from .check import Problem, check_store
+from .compat import resolve_arguments
 from .core import (
     DEFAULT_BULK_LIMIT,
     DEFAULT_INDEXED_METADATA,
@@ -54,7 +57,6 @@ from .core import (
     ScriptCall,
     Stream,
     check_cluster_layout,
-    explain_response_error,
     largest_arg,
     next_scan_position,
     node_groups,
@@ -75,9 +77,9 @@ class RedisSaver(RedisSaverBase):
 
     Args:
         url: ``redis://``, ``rediss://`` or ``unix://`` URL; defaults to ``$REDIS_URL``, then
-            ``redis://localhost:6379/0``. Ignored when ``client`` is given.
-        client: your own ``redis.Redis`` or ``redis.cluster.RedisCluster``; the saver never
-            closes it.
+            ``redis://localhost:6379/0``. Also ``redis_url=`` (the official saver's name).
+        client: your own ``redis.Redis`` or ``redis.cluster.RedisCluster`` (also as the first
+            argument, or ``redis_client=``); the saver never closes it.
         cluster: connect to a Redis Cluster (``url`` names any one of its nodes).
         prefix: first part of every key, so several savers can share one database.
         ttl: ``{"default_ttl": minutes | timedelta, "refresh_on_read": bool}`` to let idle
@@ -90,7 +92,8 @@ class RedisSaver(RedisSaverBase):
         retries: how often a dropped connection or a timeout is retried, with backoff.
         index_metadata: metadata keys that get a global index (standalone servers only), so
             that ``list(None, filter={key: value})`` costs what it finds, not the store's size;
-            add the keys you search threads by, e.g. ``("source", "step", "run_id", "user_id")``.
+            add the keys you look threads up by, e.g. ``("run_id", "user_id")`` (not keys of a
+            few values such as ``source`` or ``step``: their index hardly narrows a search).
         compression: values of 128 bytes and more are stored zstd-compressed (level 1, about
             3x on chat text); an int from 1 to 22 sets the level, ``False`` stores values as
             the serializer writes them. Compressed values stay readable either way. With an
@@ -110,14 +113,16 @@ class RedisSaver(RedisSaverBase):
             scripts where the server or the ACL allows no functions; ``False`` always uses
             scripts.
         **redis_kwargs: any other redis-py connection option for the saver's own pool, e.g.
-            ``ssl_ca_certs=...`` for rediss:// with a private CA, or ``username=...``.
+            ``ssl_ca_certs=...`` for rediss:// with a private CA, or ``username=...`` (or the
+            same in ``connection_args={...}``); a name redis-py does not take fails here.
+            ``checkpoint_prefix=`` is ``prefix``.
 
     The async methods (``aput`` ...) run the sync ones in a worker thread.
     """
 
     def __init__(
         self,
-        url: str | None = None,
+        url: str | Any = None,
         *,
         client: redis.Redis | RedisCluster | None = None,
         cluster: bool = False,
@@ -136,8 +141,27 @@ class RedisSaver(RedisSaverBase):
         functions: bool = True,
         **redis_kwargs: Any,
     ) -> None:
+        given = resolve_arguments(
+            type(self).__name__,
+            url,
+            client,
+            redis_kwargs,
+            is_client=lambda c: isinstance(c, (redis.Redis, RedisCluster)),
+            client_kind="a redis.Redis or redis.cluster.RedisCluster client",
+            cluster=cluster,
+            own_names=inspect.signature(RedisSaver.__init__).parameters,
+            asyncio=False,
+        )
+        client, redis_kwargs = given.client, given.redis_kwargs
         connect_url = self._setup(
-            url, client, prefix, ttl, serde, index_metadata, compression, keep_last
+            given.url,
+            client,
+            prefix if given.prefix is None else given.prefix,
+            ttl,
+            serde,
+            index_metadata,
+            compression,
+            keep_last,
         )
         if connect_url is not None:
             options: dict[str, Any] = {
@@ -156,8 +180,10 @@ class RedisSaver(RedisSaverBase):
                 except RedisClusterException as exc:
                     self._raise_cluster_failure(exc)
             else:
+                # (an option given in redis_kwargs overrides the saver's own)
                 pool = redis.BlockingConnectionPool.from_url(
-                    connect_url, timeout=pool_timeout, retry_on_timeout=retries > 0, **options
+                    connect_url,
+                    **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options},
                 )
                 client = redis.Redis(connection_pool=pool)
         assert client is not None
@@ -183,6 +209,36 @@ class RedisSaver(RedisSaverBase):
             yield saver
         finally:
             saver.close()
+
+    def setup(self) -> None:
+        """Optional (the saver sets itself up at its first call): check now that the server
+        can run the saver (Redis 7.0 or later, Valkey 7.2 or later; a Redis Cluster exactly
+        when the saver was made with ``cluster=True``), load its scripts and its function
+        library, and register its metadata indexes; so a wrong setting fails at start-up,
+        not at the first request. Safe to call any number of times, from any process."""
+        client = self._client
+        try:
+            try:
+                info: Any = client.info()
+            except ResponseError:  # INFO denied (an ACL): the first call will tell
+                info = None
+            if info is not None:
+                check_server(self._url, info, isinstance(client, RedisCluster))
+            for script in self._scripts.values():
+                client.script_load(script.script)  # (on a cluster: on every primary)
+            if isinstance(client, RedisCluster):
+                self._loaded_on_cluster.update(self._scripts)
+                for node in client.get_primaries():  # type: ignore[no-untyped-call]
+                    with self._node_lock(node.name):
+                        self._prepare_node(node)
+            elif self._library.enabled:
+                with self._library_lock:
+                    self._check_or_load()
+        except UNAVAILABLE as exc:
+            raise self._unavailable(exc) from exc
+        except RedisClusterException as exc:
+            self._raise_cluster_failure(exc)
+        self._run(self._core.register_metadata_index())
 
     @property
     def client(self) -> redis.Redis | RedisCluster:
@@ -235,7 +291,7 @@ class RedisSaver(RedisSaverBase):
         except RedisClusterException as exc:
             self._raise_cluster_failure(exc)
         except ResponseError as exc:
-            explained = explain_response_error(request, exc)
+            explained = self._explain(request, exc)
             if explained is exc:
                 raise
             raise explained from exc
@@ -603,6 +659,9 @@ class RedisSaver(RedisSaverBase):
         return self._run(get_delta_channel_history(self._core, config, channels))
 
     # -- async API: the sync calls, run in a worker thread ------------------------------------
+    async def asetup(self) -> None:
+        await asyncio.to_thread(self.setup)
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
 
