@@ -97,7 +97,13 @@ def test_demo_restores_the_conversation_after_a_restart(
 def test_demo_run_again_goes_on_with_the_conversation(
     server_url: str, prefix: str, client: redis.Redis
 ) -> None:
-    first = run_cli("--url", server_url, "--prefix", prefix, "demo", "--turns", "1")
+    # the hints name the command as this shell finds it: `rediskv` with the venv on PATH
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+    first = run_cli(
+        "--url", server_url, "--prefix", prefix, "demo", "--turns", "1",
+        env={**os.environ, "PATH": path},
+    )  # fmt: skip
     assert first.returncode == 0, first.stderr
     assert "Restored 2 messages and 3 checkpoints from Redis." in first.stdout.splitlines()
     next_steps = [line for line in section(first.stdout + "\nEND", "── Next ──", "END") if line]
@@ -181,3 +187,28 @@ def test_options_are_accepted_after_the_subcommand(server_url: str, prefix: str)
     proc = run_cli("demo", "--url", server_url, "--prefix", prefix, "--turns", "1")
     assert proc.returncode == 0, proc.stderr
     assert f"prefix  {prefix}" in proc.stdout
+
+
+def test_demo_hints_name_the_venvs_script_when_the_venv_is_not_on_path(
+    server_url: str, prefix: str
+) -> None:
+    """After the quick start (`.venv/bin/python -m ... demo`, the venv not activated),
+    `rediskv` is not on PATH: the hints give the script's path."""
+    bin_dir = Path(sys.executable).parent
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != bin_dir
+    )
+    done = run_cli(
+        "--url", server_url, "--prefix", prefix, "demo", "--turns", "1",
+        env={**os.environ, "PATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    script = bin_dir / "rediskv"
+    shown = (
+        str(script.relative_to(Path.cwd())) if script.is_relative_to(Path.cwd()) else str(script)
+    )
+    next_steps = [line for line in section(done.stdout + "\nEND", "── Next ──", "END") if line]
+    assert (
+        next_steps[1]
+        == f"Look at it: {shown} --url {server_url} --prefix {prefix} show rediskv-demo"
+    )

@@ -270,3 +270,47 @@ async def test_async_shallow_saver_keeps_the_newest_checkpoint_only(server_url: 
                 cfg("t"), make_checkpoint({"v": value}, {"v": version}), {}, {"v": version}
             )
         assert [t.checkpoint["channel_values"]["v"] async for t in saver.alist(cfg("t"))] == [2]
+
+
+# -- smaller things found on the way -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "package"),
+    [
+        (
+            "sqlite:///x.db",
+            "langgraph.checkpoint.sqlite",
+            "pip install langgraph-checkpoint-sqlite",
+        ),
+        (
+            "postgresql://u@h/db",
+            "langgraph.checkpoint.postgres",
+            "pip install langgraph-checkpoint-postgres 'psycopg[binary]'",
+        ),
+        (
+            "langgraph-redis+redis://h:1/0",
+            "langgraph.checkpoint.redis",
+            "pip install langgraph-checkpoint-redis",
+        ),
+    ],
+)
+def test_migrate_from_a_source_whose_package_is_missing_names_the_package(
+    source: str,
+    module: str,
+    package: str,
+    server_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sys
+
+    from langgraph.checkpoint.rediskv.__main__ import main
+
+    monkeypatch.setitem(sys.modules, module, None)  # (its import fails as if not installed)
+    assert main(["--url", server_url, "--prefix", new_prefix(), "migrate", "--from", source]) == 1
+    kind = source.partition(":")[0].partition("+")[0]
+    assert capsys.readouterr().err == (
+        f"rediskv: error: reading a {kind} source needs the package that wrote it ({module} is "
+        f"not installed): {package}\n"
+    )

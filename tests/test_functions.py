@@ -573,7 +573,7 @@ def test_doctor_counts_the_operations_of_a_loaded_library_as_loaded(server: redi
     assert _scripts_check(server, None) == {
         "check": "scripts",
         "status": "info",
-        "detail": f"0 of {len(names)} loaded (loaded on first use)",
+        "detail": f"0 of {len(names)} loaded; the others load on first use",
     }
     url = url_of(server)
     with RedisSaver(url, prefix=new_prefix()) as saver:
@@ -590,13 +590,12 @@ def test_doctor_counts_the_operations_of_a_loaded_library_as_loaded(server: redi
     assert _scripts_check(server, LIBRARY) == {
         "check": "scripts",
         "status": "info",
-        "detail": f"2 of {len(names)} loaded; {', '.join(with_library)} run as functions of "
-        f"{LIBRARY}; not yet: {', '.join(not_yet)} (loaded on first use)",
+        "detail": f"2 of {len(names)} loaded; {len(with_library)} more run as functions of "
+        f"{LIBRARY}; the others load on first use",
     }
     # without the library (functions off, or another saver's code), they are scripts again
     assert _scripts_check(server, None)["detail"] == (
-        f"2 of {len(names)} loaded; not yet: "
-        f"{', '.join(name for name in names if name not in loaded)} (loaded on first use)"
+        f"2 of {len(names)} loaded; the others load on first use"
     )
     for name in not_yet:
         server.script_load(script_sources()[name])
@@ -604,7 +603,7 @@ def test_doctor_counts_the_operations_of_a_loaded_library_as_loaded(server: redi
         "check": "scripts",
         "status": "ok",
         "detail": f"{len(names) - len(with_library)} of {len(names)} loaded; "
-        f"{', '.join(with_library)} run as functions of {LIBRARY}",
+        f"{len(with_library)} more run as functions of {LIBRARY}",
     }
 
 

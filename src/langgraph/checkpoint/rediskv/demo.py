@@ -158,6 +158,25 @@ def _server(url: str | None, console: Console, data_dir: Path | None) -> Iterato
         console.print("Embedded Valkey stopped.")
 
 
+def cli_command() -> str:
+    """How this shell runs the command-line tool of this installation: ``rediskv`` when that
+    is on PATH, else the script's path (``.venv/bin/rediskv`` after the quick start, whose
+    venv is not activated), else ``python -m``."""
+    import shutil
+    import sys
+
+    script = Path(sys.executable).parent / "rediskv"
+    found = shutil.which("rediskv")
+    if found and Path(found).resolve() == script.resolve():
+        return "rediskv"
+    if not script.exists():
+        return f"{sys.executable} -m langgraph.checkpoint.rediskv"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
 def run(
     url: str | None,
     *,
@@ -282,12 +301,13 @@ def _demo(
 
     # -- what to try next ----------------------------------------------------------------------
     console.rule("Next")
+    rediskv = cli_command()
     options = "" if embedded else f" --url {redact_url(url)}"
     options += "" if prefix == "lg" else f" --prefix {prefix}"
     thread_option = "" if thread_id == DEFAULT_THREAD else f" --thread {thread_id}"
     console.print(
         escape(
-            f"Run it again: rediskv{options} demo{thread_option}  (a new process finds this "
+            f"Run it again: {rediskv}{options} demo{thread_option}  (a new process finds this "
             "conversation in Redis and goes on with it; --fresh starts over)"
         ),
         soft_wrap=True,
@@ -295,5 +315,5 @@ def _demo(
     if not embedded:
         for command in ("show", "history"):
             console.print(
-                escape(f"Look at it: rediskv{options} {command} {thread_id}"), soft_wrap=True
+                escape(f"Look at it: {rediskv}{options} {command} {thread_id}"), soft_wrap=True
             )

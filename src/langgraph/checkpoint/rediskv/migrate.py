@@ -451,24 +451,47 @@ _PRESETS: dict[str, Callable[[str, contextlib.ExitStack], Source]] = {
 }
 
 
+# The packages each kind of source is read with (not dependencies of this package).
+_SOURCE_PACKAGES = {
+    "postgresql": "langgraph-checkpoint-postgres 'psycopg[binary]'",
+    "postgres": "langgraph-checkpoint-postgres 'psycopg[binary]'",
+    "sqlite": "langgraph-checkpoint-sqlite",
+    "langgraph-redis": "langgraph-checkpoint-redis",
+    "plainredis": "langgraph-checkpoint-plainredis",
+    "aws-valkey": "'langgraph-checkpoint-aws[valkey]'",
+}
+
+
 @contextlib.contextmanager
 def open_source(url: str) -> Iterator[Source]:
     """The source a URL names (:data:`SOURCE_SCHEMES`), closed afterwards."""
-    scheme, sep, rest = url.partition(":")
     with contextlib.ExitStack() as stack:
-        kind, plus, inner_scheme = scheme.partition("+")
-        if scheme in ("postgresql", "postgres"):
-            source: Source = _PostgresSource(url, stack)
-        elif scheme == "sqlite":
-            source = _SqliteSource(url, stack)
-        elif scheme == "python" and sep:
-            source = _FactorySource(rest, stack)
-        elif plus and kind in _PRESETS and inner_scheme:
-            source = _PRESETS[kind](f"{inner_scheme}:{rest}", stack)
-        else:
-            known = ", ".join(SOURCE_SCHEMES)
-            raise ValueError(f"unknown source {redact_url(url)!r}: use one of {known}")
+        try:
+            source = _make_source(url, stack)
+        except ModuleNotFoundError as exc:
+            kind = url.partition(":")[0].partition("+")[0]
+            if kind not in _SOURCE_PACKAGES:
+                raise
+            raise ValueError(
+                f"reading a {kind} source needs the package that wrote it ({exc.name} is not "
+                f"installed): pip install {_SOURCE_PACKAGES[kind]}"
+            ) from exc
         yield source
+
+
+def _make_source(url: str, stack: contextlib.ExitStack) -> Source:
+    scheme, sep, rest = url.partition(":")
+    kind, plus, inner_scheme = scheme.partition("+")
+    if scheme in ("postgresql", "postgres"):
+        return _PostgresSource(url, stack)
+    if scheme == "sqlite":
+        return _SqliteSource(url, stack)
+    if scheme == "python" and sep:
+        return _FactorySource(rest, stack)
+    if plus and kind in _PRESETS and inner_scheme:
+        return _PRESETS[kind](f"{inner_scheme}:{rest}", stack)
+    known = ", ".join(SOURCE_SCHEMES)
+    raise ValueError(f"unknown source {redact_url(url)!r}: use one of {known}")
 
 
 # -- comparing -----------------------------------------------------------------------------

@@ -222,11 +222,12 @@ def _scripts_check(client: redis.Redis, library: str | None) -> Check:
         name for name, ok in zip(shas, loaded, strict=True) if not ok and name not in as_functions
     ]
     count = f"{len(shas) - len(missing) - len(as_functions)} of {len(shas)} loaded"
-    functions = f"; {', '.join(as_functions)} run as functions of {library}" if as_functions else ""
+    functions = (
+        f"; {len(as_functions)} more run as functions of {library}" if as_functions else ""
+    )
     if not missing:
         return _check("scripts", "ok", f"{count}{functions}")
-    not_yet = f"; not yet: {', '.join(missing)}" if len(missing) < len(shas) else ""
-    return _check("scripts", "info", f"{count}{functions}{not_yet} (loaded on first use)")
+    return _check("scripts", "info", f"{count}{functions}; the others load on first use")
 
 
 def _functions_check(client: redis.Redis) -> Check:
