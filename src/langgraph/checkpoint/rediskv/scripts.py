@@ -29,6 +29,7 @@ SCRIPT_NAMES = (
     "check_thread",
     "reap_thread",
     "get_delta_channel_history",
+    "get_kept_checkpoint",
     "register_metadata_index",
     "reindex_thread",
     "enter_thread_list",
