@@ -549,3 +549,30 @@ def test_in_memory_source_with_a_delta_channel(server_url: str, prefix: str) -> 
         ]
         assert report.checkpoints == 24  # three per turn
         assert _chat(target, "chat", 0).get_state(_config("chat")).values == expected
+
+
+def test_rediskv_source_keeps_the_order_of_parallel_delta_writes(
+    server_url: str, prefix: str
+) -> None:
+    """Three nodes write a DeltaChannel in one superstep; LangGraph applies their writes by
+    task path. A rediskv source's task paths are copied with its writes (before: copied as
+    '', so the copy replayed them by task id: 'copied' and verified, with the messages of
+    every turn in another order)."""
+    from .test_delta import fan_out_graph, human
+
+    with (
+        RedisSaver(server_url, prefix=f"{prefix}-src") as source,
+        RedisSaver(server_url, prefix=f"{prefix}-dst") as target,
+    ):
+        graph = fan_out_graph(source)
+        for turn in range(3):
+            graph.invoke(human(turn), _config("fan"))
+        expected = graph.get_state(_config("fan")).values
+        assert [m.id for m in expected["messages"][:7]] == [
+            "h0", "alpha-1-a", "alpha-1-b", "mid-1-a", "mid-1-b", "zeta-1-a", "zeta-1-b"
+        ]  # fmt: skip
+        report = migrate(source, target)
+        assert [(t.status, t.verified, t.problems) for t in report.threads] == [
+            ("copied", True, [])
+        ]
+        assert fan_out_graph(target).get_state(_config("fan")).values == expected

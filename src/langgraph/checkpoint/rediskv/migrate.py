@@ -41,8 +41,9 @@ must agree too. Metadata is compared as this saver stores it (a legacy ``writes`
 Sources: :func:`open_source` opens one from a URL (see :data:`SOURCE_SCHEMES`); any other
 saver with the synchronous API is used through :class:`Source`, which finds the threads with
 ``list(None)``. The task path of a pending write is not part of ``CheckpointTuple``: the
-Postgres, SQLite and langgraph-checkpoint-redis sources read it from their storage; the others
-do not store it (it is copied as ``""``).
+Postgres, SQLite, langgraph-checkpoint-redis, in-memory and rediskv sources read it from their
+storage (the order a superstep's writes are replayed in, a DeltaChannel's among them); the
+others do not store it (it is copied as ``""``).
 """
 
 from __future__ import annotations
@@ -154,6 +155,36 @@ def _kept_checkpoint(
     return cast(CheckpointTuple | None, saver._run(read()))
 
 
+# checkpoint ids per get_write_paths call
+WRITE_PATHS_BATCH = 500
+
+
+def _rediskv_task_paths(saver: RedisSaver, thread_id: str, ns: str) -> dict[WriteKey, str]:
+    """The task paths of the pending writes of every checkpoint of a namespace of a rediskv
+    saver, hidden ones too (lua/get_write_paths.lua)."""
+    from .core import ScriptCall
+    from .keys import decode_part, encode_part
+
+    core = saver._core
+    tag = core.keys.tag(thread_id)
+    index = core.keys.index(tag, ns)
+    ids = [
+        i.decode() if isinstance(i, bytes) else str(i) for i in saver.client.zrange(index, 0, -1)
+    ]
+    found: dict[WriteKey, str] = {}
+    for start in range(0, len(ids), WRITE_PATHS_BATCH):
+        chunk = ids[start : start + WRITE_PATHS_BATCH]
+
+        def read(chunk: list[str] = chunk) -> Any:
+            args = (core.keys.prefix, tag, encode_part(ns), *chunk)
+            return (yield ScriptCall("get_write_paths", (index,), args))
+
+        for cid, pairs in zip(chunk, saver._run(read()), strict=True):
+            for task, path in zip(pairs[::2], pairs[1::2], strict=True):
+                found[(ns, cid, decode_part(task.decode()))] = path.decode()
+    return found
+
+
 class Source:
     """A saver to copy from, and how to find its threads.
 
@@ -164,7 +195,7 @@ class Source:
     def __init__(self, saver: BaseCheckpointSaver[Any], *, name: str | None = None) -> None:
         self.saver = saver
         self.name = name or type(saver).__name__
-        if type(saver).__name__ == "InMemorySaver":
+        if type(saver).__name__ == "InMemorySaver" or isinstance(saver, RedisSaver):
             self.has_task_paths = True
 
     def thread_ids(self) -> list[str]:
@@ -228,6 +259,12 @@ class Source:
         where the source stores it; missing ones are copied as ``""``."""
         from langgraph.checkpoint.memory import InMemorySaver
 
+        if isinstance(self.saver, RedisSaver):
+            return {
+                key: path
+                for ns in self.namespaces(thread_id)
+                for key, path in _rediskv_task_paths(self.saver, thread_id, ns).items()
+            }
         if not isinstance(self.saver, InMemorySaver):
             return {}
         return {

@@ -30,6 +30,7 @@ SCRIPT_NAMES = (
     "reap_thread",
     "get_delta_channel_history",
     "get_kept_checkpoint",
+    "get_write_paths",
     "register_metadata_index",
     "reindex_thread",
     "enter_thread_list",
