@@ -437,3 +437,142 @@ def test_cli_errors(server_url: str, prefix: str, capsys: pytest.CaptureFixture[
         main(["--url", server_url, "migrate"])
     assert exit_info.value.code == 2 and time.monotonic() - started < 5
     assert "--from" in capsys.readouterr().err
+
+
+# -- delta channels ------------------------------------------------------------------------
+
+
+def _chat(saver: Any, thread_id: str, turns: int) -> Any:
+    """A chat whose ``messages`` is a DeltaChannel snapshotted every 100 updates: ``turns``
+    turns of a human message and the bot's reply; the graph, to read the state with."""
+    from langchain_core.messages import HumanMessage
+
+    from .test_delta import chat_graph
+
+    graph = chat_graph(saver, snapshot_frequency=100)
+    for turn in range(turns):
+        message = HumanMessage(content=f"turn {turn}", id=f"h-{turn}")
+        graph.invoke({"messages": [message]}, _config(thread_id))
+    return graph
+
+
+def test_keep_last_source_carries_the_delta_history(server_url: str, prefix: str) -> None:
+    """A keep_last source keeps (hidden from list and get_tuple) the ancestors a DeltaChannel is
+    rebuilt from; the migration copies them too, and checks the rebuilt state on both sides.
+    Before: 'copied', no problems, and the target's state held 2 of the 15 messages."""
+    with (
+        RedisSaver(server_url, prefix=f"{prefix}-src", keep_last=3) as source,
+        RedisSaver(server_url, prefix=f"{prefix}-dst") as target,
+    ):
+        graph = _chat(source, "chat", 8)
+        expected = graph.get_state(_config("chat")).values
+        assert len(expected["messages"]) == 15  # (the bot removed the first)
+        # the newest 3 and the first (it rebuilds nothing, so it is not hidden): the 12
+        # between are kept hidden, for the delta channel
+        assert len(list(source.list(_config("chat")))) == 4
+
+        report = migrate(source, target)
+        assert [(t.thread_id, t.status, t.verified, t.problems) for t in report.threads] == [
+            ("chat", "copied", True, [])
+        ]
+        assert report.ok
+        copied = _chat(target, "chat", 0).get_state(_config("chat")).values
+        assert copied == expected
+        # the target rebuilds it as the source does, and a second run finds it all there
+        assert target.get_delta_channel_history(
+            config=_config("chat"), channels=["messages"]
+        ) == source.get_delta_channel_history(config=_config("chat"), channels=["messages"])
+        again = migrate(source, target)
+        assert [(t.status, t.verified, t.problems) for t in again.threads] == [
+            ("present", True, [])
+        ]
+
+
+class _ListsNewest(InMemorySaver):
+    """An in-memory saver that lists (and gets) only the newest 3 checkpoints and the first
+    of a thread, yet rebuilds delta channels from all it stores, as a keep_last saver would
+    whose hidden ancestors cannot be read."""
+
+    def _shown(self, thread_id: str, ns: str) -> set[str]:
+        ids = sorted(self.storage[thread_id][ns])
+        return {*ids[:1], *ids[-3:]}
+
+    def list(self, config: Any, **kwargs: Any) -> Iterator[Any]:
+        for item in super().list(config, **kwargs):
+            configurable = item.config["configurable"]
+            shown = self._shown(configurable["thread_id"], configurable["checkpoint_ns"])
+            if configurable["checkpoint_id"] in shown:
+                yield item
+
+    def get_tuple(self, config: Any) -> Any:
+        found = super().get_tuple(config)
+        if found is None:
+            return None
+        configurable = found.config["configurable"]
+        shown = self._shown(configurable["thread_id"], configurable["checkpoint_ns"])
+        return found if configurable["checkpoint_id"] in shown else None
+
+
+def test_delta_history_that_cannot_be_carried_is_reported(server_url: str, prefix: str) -> None:
+    """A source that rebuilds a DeltaChannel from ancestors it does not give: the thread is
+    'incomplete', not 'copied', and the problem names the thread, checkpoint and channel;
+    verify_thread says the same (before: 'copied' and verified, with 2 of 15 messages)."""
+    source = _ListsNewest()
+    _chat(source, "chat", 8)
+    # newest first: the latest, two more, and the first; the chain of the three is cut
+    latest, _, start, _ = [t.config["configurable"]["checkpoint_id"] for t in source.list(None)]
+    with RedisSaver(server_url, prefix=prefix) as target:
+        report = migrate(source, target)
+        (thread,) = report.threads
+        lost = "(ancestors the source no longer gives: its state differs)"
+        problems = [
+            f"'chat' ns '' checkpoint {start}: delta channel 'messages' is rebuilt from no "
+            f"seed and 14 writes in the source, from no seed and 0 writes in the target {lost}",
+            f"'chat' ns '' checkpoint {latest}: delta channel 'messages' is rebuilt from no "
+            f"seed and 16 writes in the source, from no seed and 2 writes in the target {lost}",
+        ]
+        assert (thread.status, thread.verified, thread.carried) == ("incomplete", False, 0)
+        assert thread.problems == problems
+        assert not report.ok
+        assert verify_thread(source, target, "chat") == problems
+
+
+def test_in_memory_source_with_a_delta_channel(server_url: str, prefix: str) -> None:
+    """A source that lists every checkpoint: nothing is carried, and the copy rebuilds the
+    delta channel as the source does."""
+    source = InMemorySaver()
+    expected = _chat(source, "chat", 8).get_state(_config("chat")).values
+    with RedisSaver(server_url, prefix=prefix) as target:
+        report = migrate(source, target)
+        assert [(t.status, t.verified, t.carried, t.problems) for t in report.threads] == [
+            ("copied", True, 0, [])
+        ]
+        assert report.checkpoints == 24  # three per turn
+        assert _chat(target, "chat", 0).get_state(_config("chat")).values == expected
+
+
+def test_rediskv_source_keeps_the_order_of_parallel_delta_writes(
+    server_url: str, prefix: str
+) -> None:
+    """Three nodes write a DeltaChannel in one superstep; LangGraph applies their writes by
+    task path. A rediskv source's task paths are copied with its writes (before: copied as
+    '', so the copy replayed them by task id: 'copied' and verified, with the messages of
+    every turn in another order)."""
+    from .test_delta import fan_out_graph, human
+
+    with (
+        RedisSaver(server_url, prefix=f"{prefix}-src") as source,
+        RedisSaver(server_url, prefix=f"{prefix}-dst") as target,
+    ):
+        graph = fan_out_graph(source)
+        for turn in range(3):
+            graph.invoke(human(turn), _config("fan"))
+        expected = graph.get_state(_config("fan")).values
+        assert [m.id for m in expected["messages"][:7]] == [
+            "h0", "alpha-1-a", "alpha-1-b", "mid-1-a", "mid-1-b", "zeta-1-a", "zeta-1-b"
+        ]  # fmt: skip
+        report = migrate(source, target)
+        assert [(t.status, t.verified, t.problems) for t in report.threads] == [
+            ("copied", True, [])
+        ]
+        assert fan_out_graph(target).get_state(_config("fan")).values == expected

@@ -26,6 +26,10 @@ Rules (each a hypothesis ``@rule``):
   30/60/120 s, refresh_on_read or not), ``index_metadata`` (default, or with user_id) and
   ``keep_last`` (None, 1 or 3: after every put, the checkpoints older than the newest
   keep_last may be gone, and without a ttl exactly the oldest, 8 at most, are).
+- ``migrate_keep_last_source``: with keep_last (and no refresh_on_read), one thread migrated
+  into a fresh prefix: the report says copied and verified, and the copy holds exactly the
+  model's checkpoints and pending writes. (The model's checkpoints have no delta channels:
+  what keep_last hides for those is tests/test_migrate.py's.)
 - ``advance``: 10, 40, 61 or 200 s pass, without sleeping (``tests/clock.py`` lowers every PTTL).
 - ``put_while_its_slot_moves`` (the same machine on the suite's 3-node cluster,
   ``TestSaverModelOnCluster``): the thread's slot is being moved to another node (0, 3 or all
@@ -787,6 +791,48 @@ class SaverMachine(RuleBasedStateMachine):
                     w.alive_until = self.now + ttl
             dst.cps[key] = new  # records with the same ids are replaced, writes included
         self.touch(dst, ttl)
+
+    @precondition(
+        lambda self: (
+            self.keep_last is not None
+            and not self.refresh  # (a refreshing read would renew what the model bounds)
+            and any(th.cps for th in self.threads.values())
+        )
+    )
+    @rule(pick=picks)
+    def migrate_keep_last_source(self, pick: int) -> None:
+        """A keep_last source migrated into a fresh prefix: the report says copied and
+        verified, and the copy holds what the model holds, each checkpoint whole, with its
+        pending writes in order (their task paths copied), and nothing else."""
+        from langgraph.checkpoint.rediskv.migrate import migrate
+
+        sources = [th for th in self.threads.values() if th.cps]
+        th = sources[pick % len(sources)]
+        self.settle(th)  # what is still there now is what gets copied
+        if not th.cps:
+            return
+        target_prefix = new_prefix()
+        try:
+            with RedisSaver(self.server_url, prefix=target_prefix, cluster=self.cluster) as target:
+                (entry,) = migrate(self.saver, target, threads=[th.id]).threads
+                if (entry.status, entry.verified, entry.problems) != ("copied", True, []):
+                    fail("migrate.report", f"{th.id!r}: {entry}")
+                for cp in th.cps.values():
+                    got = target.get_tuple(cfg(th.id, cp.ns, cp.id))
+                    if got is None:
+                        fail("migrate.missing", f"{th.id!r} {cp.ns!r} {cp.id}")
+                        continue
+                    self.check_tuple("migrate", got, th, cp)
+                    self.check_writes("migrate", got, th, cp)
+                found = target.list({"configurable": {"thread_id": th.id}})
+                configs = [t.config["configurable"] for t in found]
+                listed = {(c["checkpoint_ns"], c["checkpoint_id"]) for c in configs}
+                if listed != set(th.cps):
+                    fail("migrate.list", f"{th.id!r}: {sorted(listed ^ set(th.cps))} differ")
+        finally:
+            keys = list(self.client.scan_iter(match=f"{target_prefix}:*", count=1000))
+            for start in range(0, len(keys), 1000):
+                self.client.unlink(*keys[start : start + 1000])
 
     @rule(
         threads=st.lists(picks, min_size=1, max_size=2),

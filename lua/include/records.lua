@@ -40,8 +40,9 @@ end
 -- gets a fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index
 -- and the global metadata indexes it is in (extended only: they are shared).
 -- `held` (optional): ref -> mark of the blobs the client holds; one still stored with that
--- mark comes back as "" (the client has its bytes: get_tuple.lua).
-local function load_checkpoint(K, ns, id, ttl, held)
+-- mark comes back as "" (the client has its bytes: get_tuple.lua). `hidden_too`: a hidden
+-- checkpoint comes back too (get_kept_checkpoint.lua).
+local function load_checkpoint(K, ns, id, ttl, held, hidden_too)
   local cp = K.checkpoint(ns, id)
   local packed = redis.pcall("GET", cp)
   local rec, complete, large
@@ -56,7 +57,7 @@ local function load_checkpoint(K, ns, id, ttl, held)
     large = select(3, record_head(packed, cp))
   end
   -- h: kept by keep_last only for the delta chain of newer ones (include/trim.lua)
-  if not complete or rec.h then return nil end
+  if not complete or (rec.h and not hidden_too) then return nil end
   local refs = split_refs(rec.bv)
   local blobs = {}
   if #refs > 0 then

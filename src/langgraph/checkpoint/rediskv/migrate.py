@@ -15,6 +15,17 @@ checkpoint, oldest first, with ``put(config_with_parent, checkpoint, metadata, v
 source's ``new_versions`` were), then its pending writes with ``put_writes(config, writes,
 task_id, task_path)``, one call per task. Checkpoint ids are kept.
 
+Delta channels: a checkpoint that stores no value of a ``DeltaChannel`` is rebuilt from its
+ancestors (``get_delta_channel_history``), which the source need not list: a rediskv saver with
+``keep_last`` keeps them hidden. So the ancestors a listed checkpoint's delta channels (those
+of its metadata ``counters_since_delta_snapshot``) are rebuilt from, back to the ones storing
+a value of every such channel, are read (:meth:`Source.ancestor`) and copied too; the target,
+which keeps every checkpoint, lists them. After the copy, each chain of checkpoints (its oldest
+one, whose parent was not copied) and the latest of each namespace are rebuilt on both sides:
+``get_delta_channel_history`` must give the same seed and writes. A thread whose history could
+not be carried (an ancestor the source no longer gives) is "incomplete", with a problem naming
+the checkpoint and channel.
+
 Resuming: a thread whose checkpoint ids are all in the target already is skipped ("present");
 one the target holds part of (an interrupted run) is copied again: a put of an id the target
 has replaces it, and a pending write already stored is kept (the first write of a task and
@@ -30,8 +41,9 @@ must agree too. Metadata is compared as this saver stores it (a legacy ``writes`
 Sources: :func:`open_source` opens one from a URL (see :data:`SOURCE_SCHEMES`); any other
 saver with the synchronous API is used through :class:`Source`, which finds the threads with
 ``list(None)``. The task path of a pending write is not part of ``CheckpointTuple``: the
-Postgres, SQLite and langgraph-checkpoint-redis sources read it from their storage; the others
-do not store it (it is copied as ``""``).
+Postgres, SQLite, langgraph-checkpoint-redis, in-memory and rediskv sources read it from their
+storage (the order a superstep's writes are replayed in, a DeltaChannel's among them); the
+others do not store it (it is copied as ``""``).
 """
 
 from __future__ import annotations
@@ -64,12 +76,13 @@ __all__ = [
     "MigrationReport",
     "Source",
     "ThreadReport",
+    "delta_differences",
     "migrate",
     "open_source",
     "verify_thread",
 ]
 
-Status = Literal["copied", "present", "conflict", "to copy", "failed"]
+Status = Literal["copied", "present", "conflict", "to copy", "failed", "incomplete"]
 
 # scheme -> what it opens, for the CLI's help and errors
 SOURCE_SCHEMES = {
@@ -108,6 +121,70 @@ def _id_of(item: CheckpointTuple) -> str:
     return str(item.config["configurable"]["checkpoint_id"])
 
 
+def _parent_id(item: CheckpointTuple) -> str | None:
+    parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    return str(parent) if parent else None
+
+
+def _delta_channels(item: CheckpointTuple) -> list[str]:
+    """The DeltaChannels of a checkpoint: LangGraph counts their updates since their last
+    snapshot in its metadata (absent when the graph has none)."""
+    counters = (item.metadata or {}).get("counters_since_delta_snapshot") or {}
+    return sorted(str(channel) for channel in counters)
+
+
+def _kept_checkpoint(
+    saver: RedisSaver, thread_id: str, ns: str, checkpoint_id: str
+) -> CheckpointTuple | None:
+    """A checkpoint of a rediskv saver by id, also one keep_last hides because newer ones
+    rebuild their delta channels from it (lua/get_kept_checkpoint.lua)."""
+    from .core import ScriptCall
+    from .keys import encode_part
+
+    core = saver._core
+    tag = core.keys.tag(thread_id)
+
+    def read() -> Any:
+        record = yield ScriptCall(
+            "get_kept_checkpoint",
+            (core.keys.index(tag, ns),),
+            (core.keys.prefix, tag, encode_part(ns), checkpoint_id),
+        )
+        return core.decode_record(thread_id, record) if record else None
+
+    return cast(CheckpointTuple | None, saver._run(read()))
+
+
+# checkpoint ids per get_write_paths call
+WRITE_PATHS_BATCH = 500
+
+
+def _rediskv_task_paths(saver: RedisSaver, thread_id: str, ns: str) -> dict[WriteKey, str]:
+    """The task paths of the pending writes of every checkpoint of a namespace of a rediskv
+    saver, hidden ones too (lua/get_write_paths.lua)."""
+    from .core import ScriptCall
+    from .keys import decode_part, encode_part
+
+    core = saver._core
+    tag = core.keys.tag(thread_id)
+    index = core.keys.index(tag, ns)
+    ids = [
+        i.decode() if isinstance(i, bytes) else str(i) for i in saver.client.zrange(index, 0, -1)
+    ]
+    found: dict[WriteKey, str] = {}
+    for start in range(0, len(ids), WRITE_PATHS_BATCH):
+        chunk = ids[start : start + WRITE_PATHS_BATCH]
+
+        def read(chunk: list[str] = chunk) -> Any:
+            args = (core.keys.prefix, tag, encode_part(ns), *chunk)
+            return (yield ScriptCall("get_write_paths", (index,), args))
+
+        for cid, pairs in zip(chunk, saver._run(read()), strict=True):
+            for task, path in zip(pairs[::2], pairs[1::2], strict=True):
+                found[(ns, cid, decode_part(task.decode()))] = path.decode()
+    return found
+
+
 class Source:
     """A saver to copy from, and how to find its threads.
 
@@ -118,7 +195,7 @@ class Source:
     def __init__(self, saver: BaseCheckpointSaver[Any], *, name: str | None = None) -> None:
         self.saver = saver
         self.name = name or type(saver).__name__
-        if type(saver).__name__ == "InMemorySaver":
+        if type(saver).__name__ == "InMemorySaver" or isinstance(saver, RedisSaver):
             self.has_task_paths = True
 
     def thread_ids(self) -> list[str]:
@@ -138,6 +215,41 @@ class Source:
     def latest(self, thread_id: str, ns: str) -> CheckpointTuple | None:
         return self.saver.get_tuple(_config(thread_id, ns))
 
+    def ancestor(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple | None:
+        """A checkpoint by id, also one the source keeps without listing it (a rediskv saver
+        with keep_last keeps the ancestors of delta channels hidden); None if it has none."""
+        if isinstance(self.saver, RedisSaver):
+            return _kept_checkpoint(self.saver, thread_id, ns, checkpoint_id)
+        found = self.saver.get_tuple(_config(thread_id, ns, checkpoint_id))
+        return found if found is not None and _id_of(found) == checkpoint_id else None
+
+    def delta_ancestors(
+        self, thread_id: str, ns: str, listed: Sequence[CheckpointTuple]
+    ) -> list[CheckpointTuple]:
+        """The checkpoints the listed ones rebuild their delta channels from that are not
+        listed themselves, oldest first: the parent chain of each listed checkpoint whose
+        parent is not listed, up to the ancestors that store a value of each such channel
+        (or as far as the source gives them). Nothing for a source that lists them all."""
+        ids = {_id_of(t) for t in listed}
+        found: dict[str, CheckpointTuple] = {}
+        for item in listed:
+            values = item.checkpoint.get("channel_values") or {}
+            channels = set(_delta_channels(item)) - set(values)
+            parent = _parent_id(item)
+            while channels and parent is not None and parent not in ids:
+                ancestor = found.get(parent) or self.ancestor(thread_id, ns, parent)
+                if ancestor is None:  # gone: the check after the copy says what is lost
+                    break
+                found[parent] = ancestor
+                channels -= set(ancestor.checkpoint.get("channel_values") or {})
+                parent = _parent_id(ancestor)
+        return sorted(found.values(), key=_id_of)
+
+    def checkpoints_to_copy(self, thread_id: str, ns: str) -> list[CheckpointTuple]:
+        """The listed checkpoints and their :meth:`delta_ancestors`, oldest first."""
+        listed = self.checkpoints(thread_id, ns)
+        return sorted([*listed, *self.delta_ancestors(thread_id, ns, listed)], key=_id_of)
+
     # whether task_paths() knows them: if not, pending writes are compared regardless of
     # their order (the target orders them by task path, then task id)
     has_task_paths = False
@@ -147,6 +259,12 @@ class Source:
         where the source stores it; missing ones are copied as ``""``."""
         from langgraph.checkpoint.memory import InMemorySaver
 
+        if isinstance(self.saver, RedisSaver):
+            return {
+                key: path
+                for ns in self.namespaces(thread_id)
+                for key, path in _rediskv_task_paths(self.saver, thread_id, ns).items()
+            }
         if not isinstance(self.saver, InMemorySaver):
             return {}
         return {
@@ -558,6 +676,61 @@ def _differences(
     return found
 
 
+def _history_text(entry: Any) -> str:
+    seed = "a seed" if "seed" in entry else "no seed"
+    return f"{seed} and {len(entry.get('writes') or [])} writes"
+
+
+def delta_differences(
+    source: Source | BaseCheckpointSaver[Any],
+    target: RedisSaver,
+    thread_id: str,
+    copied: dict[str, list[CheckpointTuple]],
+) -> list[str]:
+    """Where the target rebuilds a delta channel from other history than the source:
+    ``get_delta_channel_history`` on both sides, at the oldest checkpoint of each chain in
+    ``copied`` (its parent is not in it) and at the latest of each namespace. The rest of a
+    chain holds the same checkpoints and writes on both sides (the verification compares
+    them), so it rebuilds the same if its start does. Threads without delta channels cost
+    nothing."""
+    src = source if isinstance(source, Source) else Source(source)
+    serde = target.serde
+    problems: list[str] = []
+    for ns, items in copied.items():
+        ids = {_id_of(t) for t in items}
+        starts = [t for t in items if _parent_id(t) not in ids and _parent_id(t) is not None]
+        for item in {_id_of(t): t for t in [*starts, *items[-1:]]}.values():
+            channels = _delta_channels(item)
+            if not channels:
+                continue
+            config = _config(thread_id, ns, _id_of(item))
+            want = src.saver.get_delta_channel_history(config=config, channels=channels)
+            got = target.get_delta_channel_history(config=config, channels=channels)
+            for channel in channels:
+                a, b = want.get(channel) or {"writes": []}, got.get(channel) or {"writes": []}
+                a_writes, b_writes = list(a["writes"]), list(b["writes"])
+                if not src.has_task_paths:  # the target orders them by task path, then id
+                    a_writes.sort(key=_writes_key)
+                    b_writes.sort(key=_writes_key)
+                same = (
+                    ("seed" in a) == ("seed" in b)
+                    and ("seed" not in a or _same(a.get("seed"), b.get("seed"), serde))
+                    and len(a_writes) == len(b_writes)
+                    and all(
+                        w1[0] == w2[0] and w1[1] == w2[1] and _same(w1[2], w2[2], serde)
+                        for w1, w2 in zip(a_writes, b_writes, strict=True)
+                    )
+                )
+                if not same:
+                    problems.append(
+                        f"{thread_id!r} ns {ns!r} checkpoint {_id_of(item)}: delta channel "
+                        f"{channel!r} is rebuilt from {_history_text(a)} in the source, from "
+                        f"{_history_text(b)} in the target (ancestors the source no longer "
+                        "gives: its state differs)"
+                    )
+    return problems
+
+
 def verify_thread(
     source: Source | BaseCheckpointSaver[Any],
     target: RedisSaver,
@@ -565,11 +738,14 @@ def verify_thread(
     *,
     namespaces: Sequence[str] | None = None,
     copied: dict[str, list[CheckpointTuple]] | None = None,
+    delta: bool = True,
 ) -> list[str]:
     """What differs between the thread in the source and in the target (empty: the same):
     ``list`` of each namespace on both sides (ids and order), each checkpoint through the
-    target's ``get_tuple`` and ``list``, and the latest checkpoint through both sides'
-    ``get_tuple``. ``copied`` is what was read from the source already (by namespace)."""
+    target's ``get_tuple`` and ``list``, the latest checkpoint through both sides'
+    ``get_tuple``, and (``delta``) the history delta channels are rebuilt from
+    (:func:`delta_differences`). ``copied`` is what was read from the source already (by
+    namespace: :meth:`Source.checkpoints_to_copy`)."""
     src = source if isinstance(source, Source) else Source(source)
     serde = target.serde
     ordered = src.has_task_paths
@@ -579,11 +755,13 @@ def verify_thread(
         _ns_of(t) for t in target.list({"configurable": {"thread_id": thread_id}}, limit=None)
     }
     problems += [f"namespace {ns!r} only in the target" for ns in sorted(target_nss - set(nss))]
+    read: dict[str, list[CheckpointTuple]] = {}
     for ns in nss:
         where = f"{thread_id!r} ns {ns!r}"
         expected = (copied or {}).get(ns)
         if expected is None:
-            expected = src.checkpoints(thread_id, ns)
+            expected = src.checkpoints_to_copy(thread_id, ns)
+        read[ns] = expected
         listed = list(target.list(_config(thread_id, ns)))
         src_ids = [_id_of(t) for t in reversed(expected)]  # newest first, as list gives them
         dst_ids = [_id_of(t) for t in listed]
@@ -612,6 +790,8 @@ def verify_thread(
             problems += [
                 f"{where} latest: {d}" for d in _differences(src_latest, dst_latest, serde, ordered)
             ]
+    if delta:
+        problems += delta_differences(src, target, thread_id, read)
     return problems
 
 
@@ -622,12 +802,16 @@ def verify_thread(
 class ThreadReport:
     """What happened to one thread. ``status``: "copied" (written now), "present" (every
     checkpoint was in the target already), "to copy" (a dry run), "conflict" (the target
-    has checkpoints the source lacks; left alone), "failed" (an error; see ``problems``)."""
+    has checkpoints the source lacks; left alone), "failed" (an error; see ``problems``),
+    "incomplete" (copied, but the target rebuilds a delta channel from other history than the
+    source: see ``problems``). ``carried``: checkpoints the source keeps without listing them,
+    copied because delta channels are rebuilt from them (counted in ``namespaces``)."""
 
     thread_id: str
     status: Status
     namespaces: dict[str, int] = field(default_factory=dict)  # ns -> checkpoints
     writes: int = 0  # pending writes in the source
+    carried: int = 0
     verified: bool | None = None  # None: not verified
     problems: list[str] = field(default_factory=list)
 
@@ -645,7 +829,7 @@ class MigrationReport:
 
     @property
     def ok(self) -> bool:
-        return all(t.status not in ("conflict", "failed") and t.verified is not False
+        return all(t.status not in ("conflict", "failed", "incomplete") and t.verified is not False
                    for t in self.threads)  # fmt: skip
 
     def count(self, status: Status) -> int:
@@ -778,7 +962,12 @@ def _migrate_thread(
     if not namespaces:
         entry.problems.append("no checkpoints in the source")
         return
-    copied = {ns: src.checkpoints(thread_id, ns) for ns in namespaces}
+    listed = {ns: src.checkpoints(thread_id, ns) for ns in namespaces}
+    copied = {
+        ns: sorted([*items, *src.delta_ancestors(thread_id, ns, items)], key=_id_of)
+        for ns, items in listed.items()
+    }
+    entry.carried = sum(len(copied[ns]) - len(items) for ns, items in listed.items())
     entry.namespaces = {ns: len(items) for ns, items in copied.items()}
     entry.writes = sum(len(t.pending_writes or []) for items in copied.values() for t in items)
     source_ids = {(ns, _id_of(t)) for ns, items in copied.items() for t in items}
@@ -798,12 +987,18 @@ def _migrate_thread(
         return
     if present and not recopy:
         entry.status = "present"
+        if verify:
+            entry.problems += delta_differences(src, target, thread_id, copied)
     else:
         paths = src.task_paths(thread_id)
         for ns, items in copied.items():
             _copy_namespace(target, thread_id, ns, items, paths, on_checkpoint)
         entry.status = "copied"
+        # (also without verify: a history that could not be carried is not "copied")
+        entry.problems += delta_differences(src, target, thread_id, copied)
+        if entry.problems:
+            entry.status = "incomplete"
     if verify:
         entry.problems += verify_thread(src, target, thread_id, namespaces=namespaces,
-                                        copied=copied)  # fmt: skip
+                                        copied=copied, delta=False)  # fmt: skip
         entry.verified = not entry.problems

@@ -29,6 +29,8 @@ SCRIPT_NAMES = (
     "check_thread",
     "reap_thread",
     "get_delta_channel_history",
+    "get_kept_checkpoint",
+    "get_write_paths",
     "register_metadata_index",
     "reindex_thread",
     "enter_thread_list",

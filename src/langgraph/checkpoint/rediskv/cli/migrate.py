@@ -11,7 +11,7 @@ from ..settings import redact_url
 from .common import CliError, dedupe, open_saver
 from .output import emit_json, escape, make_console, progress_bar
 
-EXIT_PROBLEMS = 2  # a conflict, a failure or a verification that found differences
+EXIT_PROBLEMS = 2  # a conflict, a failure, an incomplete copy or differences found
 
 
 def _thread_data(entry: ThreadReport) -> dict[str, Any]:
@@ -20,6 +20,7 @@ def _thread_data(entry: ThreadReport) -> dict[str, Any]:
         "status": entry.status,
         "namespaces": len(entry.namespaces),
         "checkpoints": entry.checkpoints,
+        "carried": entry.carried,
         "writes": entry.writes,
         "verified": entry.verified,
         "problems": entry.problems,
@@ -38,6 +39,7 @@ def _data(report: MigrationReport, source: str, prefix: str) -> dict[str, Any]:
         "to_copy": report.count("to copy"),
         "conflicts": report.count("conflict"),
         "failed": report.count("failed"),
+        "incomplete": report.count("incomplete"),
         "verified": report.verified,
         "checkpoints": report.checkpoints,
         "writes": report.writes,
@@ -103,7 +105,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         summary = (
             f"migrated from {source_url} to prefix {prefix!r}: {data['threads']} thread(s), "
             f"{data['copied']} copied, {data['present']} present, "
-            f"{data['conflicts']} conflict(s), {data['failed']} failed, {verified}; "
+            f"{data['conflicts']} conflict(s), {data['failed']} failed, "
+            f"{data['incomplete']} incomplete, {verified}; "
             f"{data['checkpoints']} checkpoints, {data['writes']} pending writes "
             f"in {report.seconds:.1f} s"
         )
