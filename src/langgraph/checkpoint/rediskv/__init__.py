@@ -10,6 +10,7 @@ from .core import (
     ServerFullError,
     ValueTooLargeError,
 )
+from .replication import ReplicationError
 from .sync import RedisSaver
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "Problem",
     "RedisSaver",
     "RedisUnavailableError",
+    "ReplicationError",
     "SerializationError",
     "ServerFullError",
     "ValueTooLargeError",
