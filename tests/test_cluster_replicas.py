@@ -91,7 +91,9 @@ def test_wait_for_replicas_waits_on_the_primary_that_took_the_write(
     """A private cluster whose first primary has a replica, the others none: with
     wait_for_replicas=1 a put of a thread of the first primary's slots is acknowledged, and
     is on the replica promoted when that primary dies; a put on another primary (no replica)
-    is a ReplicationError: WAIT went to the node of the write, not to any node."""
+    is a ReplicationError: WAIT went to the node of the write, not to any node. After the
+    failover the saver's next put goes to the promoted replica (which has no replica: a
+    ReplicationError again, the put stored)."""
     cluster = LocalCluster(tmp_path).start()
     (tmp_path / "replica").mkdir()
     replica = PrivateServer(tmp_path / "replica", **cluster.nodes[0].config)
@@ -112,28 +114,53 @@ def test_wait_for_replicas_waits_on_the_primary_that_took_the_write(
         options = {"cluster": True, "prefix": prefix, "wait_for_replicas": 1, "wait_timeout": 0.2}
         kept = make_checkpoint({"n": 1}, {"n": "1"})
         refused = make_checkpoint({"n": 1}, {"n": "1"})
+        after = make_checkpoint({"n": 2}, {"n": "2"})
+
+        def slot_zero_served_by_the_replica(node: PrivateServer) -> bool:
+            with redis.Redis(port=node.port) as other:
+                ranges = other.execute_command("CLUSTER", "SLOTS")
+            return any(r[0] == 0 and int(r[2][1]) == replica.port for r in ranges)
+
+        def fail_over() -> None:
+            cluster.nodes[0].kill()
+            _wait_for(lambda: admin.execute_command("ROLE")[0] == b"master", "the failover")
+            for node in cluster.nodes[1:]:
+                _wait_for(lambda node=node: slot_zero_served_by_the_replica(node), "the gossip")
+
+        errors: list[str] = []
         if mode == "sync":
             with RedisSaver(url, **options) as saver:
                 saver.put(cfg(replicated), kept, {}, {"n": "1"})
                 with pytest.raises(ReplicationError) as raised:
                     saver.put(cfg(alone), refused, {}, {"n": "1"})
+                errors.append(str(raised.value))
+                fail_over()
+                # the same saver: the put goes to the promoted replica, which has no replica
+                with pytest.raises(ReplicationError) as raised:
+                    saver.put(cfg(replicated, "", kept["id"]), after, {}, {"n": "2"})
+                errors.append(str(raised.value))
         else:
 
-            async def scenario() -> pytest.ExceptionInfo[ReplicationError]:
+            async def scenario() -> None:
                 async with AsyncRedisSaver(url, **options) as saver:
                     await saver.aput(cfg(replicated), kept, {}, {"n": "1"})
                     with pytest.raises(ReplicationError) as raised:
                         await saver.aput(cfg(alone), refused, {}, {"n": "1"})
-                    return raised
+                    errors.append(str(raised.value))
+                    fail_over()
+                    with pytest.raises(ReplicationError) as raised:
+                        await saver.aput(cfg(replicated, "", kept["id"]), after, {}, {"n": "2"})
+                    errors.append(str(raised.value))
 
-            raised = asyncio.run(scenario())
-        assert "only 0 of the 1 replicas" in str(raised.value)
-        cluster.nodes[0].kill()
-        _wait_for(lambda: admin.execute_command("ROLE")[0] == b"master", "the failover")
+            asyncio.run(scenario())
+        assert [e.split(" within")[0] for e in errors] == [
+            "put_checkpoint: only 0 of the 1 replicas asked for (wait_for_replicas) "
+            "acknowledged the write"
+        ] * 2
         with RedisSaver(f"redis://127.0.0.1:{replica.port}/0", cluster=True,
                         prefix=prefix) as reader:  # fmt: skip
-            stored = reader.get_tuple(cfg(replicated))
-            assert stored is not None and stored.checkpoint["id"] == kept["id"]
+            history = [t.checkpoint["id"] for t in reader.list(cfg(replicated))]
+            assert history == [after["id"], kept["id"]]  # (kept: acknowledged before)
             written = reader.get_tuple(cfg(alone))  # (the write itself happened)
             assert written is not None and written.checkpoint["id"] == refused["id"]
     finally:

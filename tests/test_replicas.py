@@ -209,3 +209,16 @@ def test_a_write_no_replica_acknowledges_raises_replication_error(pair: Pair, mo
     with RedisSaver(pair.primary.url, prefix=prefix) as reader:
         stored = reader.get_tuple(cfg("t"))
         assert stored is not None and stored.checkpoint["id"] == checkpoint["id"]
+
+
+def test_with_wait_for_replicas_a_flushed_script_is_loaded_again(pair: Pair) -> None:
+    """The waited pipeline loads its scripts once; after a SCRIPT FLUSH (a restart) the
+    call that met NOSCRIPT goes again, with its WAIT."""
+    prefix = new_prefix()
+    with RedisSaver(pair.primary.url, prefix=prefix, wait_for_replicas=1, wait_timeout=2) as saver:
+        first = chain(saver, "t", [{"step": 0}])
+        with redis.Redis(port=pair.primary.port) as primary:
+            primary.script_flush()
+        second = chain(saver, "t", [{"step": 1}])
+        listed = [t.checkpoint["id"] for t in saver.list(cfg("t"))]
+    assert listed == second + first
