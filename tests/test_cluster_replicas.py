@@ -163,6 +163,7 @@ def test_wait_for_replicas_waits_on_the_primary_that_took_the_write(
             assert history == [after["id"], kept["id"]]  # (kept: acknowledged before)
             written = reader.get_tuple(cfg(alone))  # (the write itself happened)
             assert written is not None and written.checkpoint["id"] == refused["id"]
+            assert reader.check_invariants() == []
     finally:
         admin.close()
         replica.stop()
