@@ -16,7 +16,7 @@ from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, Replicatio
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 from langgraph.checkpoint.rediskv.lists import run_suffix
 
-from .conftest import LocalCluster, PrivateServer, _free_cluster_port, new_prefix
+from .conftest import LocalCluster, PrivateServer, _free_cluster_port, new_prefix, slot_moving
 from .test_contract import cfg, chain, make_checkpoint
 
 
@@ -168,3 +168,31 @@ def test_wait_for_replicas_waits_on_the_primary_that_took_the_write(
         admin.close()
         replica.stop()
         cluster.stop()
+
+
+@pytest.mark.parametrize("moved_before_the_call", [0, 5])
+def test_a_waited_put_during_a_slot_move_waits_it_out_and_writes_whole(
+    local_cluster: LocalCluster, moved_before_the_call: int
+) -> None:
+    """A waited write goes in a pipeline of its own: while its thread's slot is being moved
+    it is refused before it starts (its slot guard), and goes again until the move ends, as
+    a single call does. (The shared cluster has no replicas: the put is stored, and WAIT
+    counts none.)"""
+    prefix = new_prefix()
+    keys = KeySchema(prefix)
+    options = {"cluster": True, "prefix": prefix}
+    with (
+        RedisSaver(local_cluster.url, **options) as saver,
+        RedisSaver(local_cluster.url, **options, wait_for_replicas=1, wait_timeout=0.05) as waiting,
+    ):
+        ids = chain(saver, "mover", [{"user": "u"}] * 3)
+        slot = key_slot(keys.thread(keys.tag("mover")).encode())
+        latest = make_checkpoint({"n": 3}, {"n": "4"})
+        with (
+            slot_moving(local_cluster, slot, moved_before_the_call, 1.0),
+            pytest.raises(ReplicationError),
+        ):
+            waiting.put(cfg("mover", "", ids[-1]), latest, {"user": "u"}, {"n": "4"})
+        listed = [t.checkpoint["id"] for t in saver.list(cfg("mover"))]
+        assert listed == [latest["id"], *ids[::-1]]
+        assert saver.check_invariants() == []

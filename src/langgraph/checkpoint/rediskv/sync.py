@@ -256,12 +256,15 @@ class RedisSaver(RedisSaverBase):
         on a lost script or a moved slot go again (with their WAIT)."""
         client = self._client
         cluster = isinstance(client, RedisCluster)
+        if cluster:  # (a call while its slot moves is refused before it starts: TRYAGAIN)
+            calls = [self._guarded(call) for call in calls]
         out: list[Any] = [None] * len(calls)
         pending = list(range(len(calls)))
+        started = time.monotonic()
         # each attempt's WAIT replies: a WAIT covers the writes before it on its connection,
         # those of the calls that went through in an attempt where others failed too
         acknowledged: list[int] = []
-        for attempt in range(ATTEMPTS):
+        for attempt in itertools.count():
             loaded = self._loaded_on_cluster if cluster else self._loaded_for_wait
             for name in {calls[i].name for i in pending} - loaded:
                 client.script_load(self._scripts[name].script)  # (on every primary)
@@ -284,7 +287,7 @@ class RedisSaver(RedisSaverBase):
             try:
                 replies = pipe.execute(raise_on_error=False)
             except UNAVAILABLE as exc:
-                if not cluster or attempt == ATTEMPTS - 1:
+                if not cluster:
                     raise
                 replies = [exc] * (len(pending) + max(1, len(nodes)))
             for count in replies[len(pending) :]:
@@ -293,17 +296,27 @@ class RedisSaver(RedisSaverBase):
                 if isinstance(count, Exception):
                     raise count
                 acknowledged.append(count)
+            down = [r for r in replies[: len(pending)] if isinstance(r, UNAVAILABLE)]
+            if down and attempt >= ATTEMPTS:
+                raise down[0]  # (a primary that stays unreachable: no move to wait out)
             again, lost, moved = take_replies(pending, replies[: len(pending)], out)
             if not again:
                 wait.check(acknowledged, calls)
                 return out
             if lost:
+                if attempt >= ATTEMPTS:
+                    raise RuntimeError(f"{calls[again[0]].name}: its script keeps being lost")
                 loaded.clear()
             if moved and isinstance(client, RedisCluster):
+                # a slot moving, or a primary failing over: as a single call, for as long
+                waited = time.monotonic() - started
+                if waited >= self._slot_move_wait:
+                    raise self._slot_moving(calls[again[0]], waited)
                 client.nodes_manager.initialize()
-                time.sleep(retry_backoff().compute(attempt + 1))
+                pause = retry_backoff().compute(attempt + 1)
+                time.sleep(min(pause, self._slot_move_wait - waited))
             pending = again
-        raise RuntimeError(f"{calls[pending[0]].name} did not go through in {ATTEMPTS} attempts")
+        raise AssertionError("unreachable")
 
     def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
