@@ -10,6 +10,7 @@ from .core import (
     ServerFullError,
     ValueTooLargeError,
 )
+from .replication import ReplicationError
 from .shallow import AsyncShallowRedisSaver, ShallowRedisSaver
 from .sync import RedisSaver
 
@@ -21,6 +22,7 @@ __all__ = [
     "Problem",
     "RedisSaver",
     "RedisUnavailableError",
+    "ReplicationError",
     "SerializationError",
     "ServerFullError",
     "ShallowRedisSaver",

@@ -72,6 +72,7 @@ from .core import (
 from .delta import get_delta_channel_history
 from .functions import FunctionLibrary
 from .packing import pack_in_c
+from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_replies, waited_calls
 from .scripts import script_sources
 from .settings import ttl_seconds
 
@@ -110,6 +111,8 @@ class AsyncRedisSaver(RedisSaverBase):
         compression: bool | int = True,
         keep_last: int | None = None,
         functions: bool = True,
+        wait_for_replicas: int = 0,
+        wait_timeout: float = 0.1,
         **redis_kwargs: Any,
     ) -> None:
         given = resolve_arguments(
@@ -124,6 +127,7 @@ class AsyncRedisSaver(RedisSaverBase):
             asyncio=True,
         )
         client, redis_kwargs = given.client, given.redis_kwargs
+        self._wait = WaitForReplicas.of(wait_for_replicas, wait_timeout, socket_timeout)
         connect_url = self._setup(
             given.url,
             client,
@@ -159,6 +163,7 @@ class AsyncRedisSaver(RedisSaverBase):
         if isinstance(client, AsyncRedisCluster):
             self._on_cluster()
         self._loaded_on_cluster: set[str] = set()  # scripts loaded on every primary
+        self._loaded_for_wait: set[str] = set()  # (standalone) scripts loaded, for _waited
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
@@ -427,6 +432,71 @@ class AsyncRedisSaver(RedisSaverBase):
                 await asyncio.sleep(min(backoff.compute(failures), self._slot_move_wait - waited))
         raise AssertionError("unreachable")
 
+    async def _waited(self, calls: Sequence[ScriptCall], wait: WaitForReplicas) -> list[Any]:
+        """As RedisSaver._waited."""
+        client = self._client
+        cluster = isinstance(client, AsyncRedisCluster)
+        if cluster:  # (a call while its slot moves is refused before it starts: TRYAGAIN)
+            calls = [self._guarded(call) for call in calls]
+        out: list[Any] = [None] * len(calls)
+        pending = list(range(len(calls)))
+        started = time.monotonic()
+        acknowledged: list[int] = []  # (as RedisSaver._waited)
+        for attempt in itertools.count():
+            loaded = self._loaded_on_cluster if cluster else self._loaded_for_wait
+            for name in {calls[i].name for i in pending} - loaded:
+                await client.script_load(self._scripts[name].script)  # (on every primary)
+                loaded.add(name)
+            pipe: Any = client.pipeline() if cluster else client.pipeline(transaction=False)
+            nodes: dict[str, Any] = {}
+            for i in pending:
+                call = calls[i]
+                command = ("EVALSHA", self._scripts[call.name].sha, len(call.keys))
+                if isinstance(client, AsyncRedisCluster):
+                    node = client.get_node_from_key(call.keys[0])
+                    assert node is not None
+                    nodes[node.name] = node
+                    pipe.execute_command(*command, *call.keys, *call.args, target_nodes=node)
+                else:
+                    pipe.execute_command(*command, *call.keys, *call.args)
+            for node in nodes.values():
+                pipe.execute_command(*wait.command(), target_nodes=node)
+            if not cluster:
+                pipe.execute_command(*wait.command())
+            try:
+                replies = await pipe.execute(raise_on_error=False)
+            except UNAVAILABLE as exc:
+                if not cluster:
+                    raise
+                replies = [exc] * (len(pending) + max(1, len(nodes)))
+            for count in replies[len(pending) :]:
+                if isinstance(count, UNAVAILABLE):
+                    continue  # (its node's calls failed too, and go again)
+                if isinstance(count, Exception):
+                    raise count
+                acknowledged.append(count)
+            down = [r for r in replies[: len(pending)] if isinstance(r, UNAVAILABLE)]
+            if down and attempt >= ATTEMPTS:
+                raise down[0]  # (a primary that stays unreachable: no move to wait out)
+            again, lost, moved = take_replies(pending, replies[: len(pending)], out)
+            if not again:
+                wait.check(acknowledged, calls)
+                return out
+            if lost:
+                if attempt >= ATTEMPTS:
+                    raise RuntimeError(f"{calls[again[0]].name}: its script keeps being lost")
+                loaded.clear()
+            if moved and isinstance(client, AsyncRedisCluster):
+                # a slot moving, or a primary failing over: as a single call, for as long
+                waited = time.monotonic() - started
+                if waited >= self._slot_move_wait:
+                    raise self._slot_moving(calls[again[0]], waited)
+                await client.nodes_manager.initialize()
+                pause = retry_backoff().compute(attempt + 1)
+                await asyncio.sleep(min(pause, self._slot_move_wait - waited))
+            pending = again
+        raise AssertionError("unreachable")
+
     async def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
@@ -517,6 +587,9 @@ class AsyncRedisSaver(RedisSaverBase):
         if large:
             refuse_oversized(request, await self._bulk_limit())
         try:
+            if self._wait is not None and (calls := waited_calls(request)) is not None:
+                replies = await self._waited(calls, self._wait)
+                return replies[0] if isinstance(request, ScriptCall) else replies
             if isinstance(request, ScriptCall):
                 if self._pipeline is not None:
                     return await self._pipeline.call(request, large)
@@ -543,6 +616,8 @@ class AsyncRedisSaver(RedisSaverBase):
             for call in request.calls:
                 pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return await pipe.execute()
+        except ReplicationError:
+            raise  # (a ConnectionError too, that says what it is)
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
         except RedisClusterException as exc:

@@ -1095,7 +1095,8 @@ class SaverCore:
         token = secrets.token_hex(8)
         pending = yield ScriptCall("register_metadata_index", (registry,), ("claim", token))
         added = 0
-        for thread_id in (yield from self._scan_thread_ids()):
+        thread_ids = yield from self._scan_thread_ids()
+        for thread_id in thread_ids:
             tag = self.keys.tag(thread_id)
             cursor: Sequence[Arg] = ("", "")
             ahead = lists.Ahead() if self.cluster_lists else None
@@ -1114,6 +1115,10 @@ class SaverCore:
                 if len(reply) == 1:
                     break
                 cursor = (reply[1], reply[2])
+        if self.cluster_lists:
+            # entries a failover lost (the replica of a list's node had not received them)
+            # while the threads' own nodes kept their bounds: no put writes them again
+            added += yield from lists.enter_missing(self, [self.keys.tag(t) for t in thread_ids])
         if pending:
             yield ScriptCall("register_metadata_index", (registry,), ("built", token, *pending))
         return added

@@ -266,6 +266,50 @@ def _tag(member: bytes) -> str:
     return tag_of_member(member).decode()
 
 
+def missing_entries(core: SaverCore, tags: Sequence[str]) -> Op[list[tuple[str, str, str, float]]]:
+    """The entries the threads' bounds (P:tb) say their lists hold and the lists do not, with
+    at least the bound's score, as (thread tag, incarnation, list S, bound). A failover of a
+    list's node loses an entry its replica had not received yet, while the thread's node,
+    another, keeps the bound: its puts then write nothing ahead into that list again."""
+    from .core import BATCH_SIZE, Batch, ScriptCall
+
+    missing: list[tuple[str, str, str, float]] = []
+    for start in range(0, len(tags), BATCH_SIZE):
+        chunk = tags[start : start + BATCH_SIZE]
+        states = yield Batch([state_call(core, tag, "*") for tag in chunk])
+        wanted: list[tuple[str, str, str, float]] = []
+        for tag, flat in zip(chunk, states, strict=True):
+            fields = {f.decode(): v.decode() for f, v in zip(flat[::2], flat[1::2], strict=True)}
+            inc = fields.pop("", None)
+            if inc is None:
+                continue
+            wanted += [(tag, inc, s, float(b)) for s, b in fields.items() if not s.startswith("@")]
+        if not wanted:
+            continue
+        scores = yield Batch(
+            [
+                ScriptCall("sweep_thread_list", (core.keys.threads_with(s),), ("score", tag + inc))
+                for tag, inc, s, _ in wanted
+            ]
+        )
+        for entry, score in zip(wanted, scores, strict=True):
+            if score is None or float(score) < entry[3]:
+                missing.append(entry)
+    return missing
+
+
+def enter_missing(core: SaverCore, tags: Sequence[str]) -> Op[int]:
+    """Enter again the entries the threads' bounds name and their lists lost (see
+    missing_entries), with the bounds' scores; returns how many."""
+    missing = yield from missing_entries(core, tags)
+    by_thread: dict[tuple[str, str], dict[str, float]] = {}
+    for tag, inc, suffix, bound in missing:
+        by_thread.setdefault((tag, inc), {})[suffix] = bound - LIST_MARGIN
+    for (tag, inc), wanted in by_thread.items():
+        yield from _enter(core, tag, Ahead(inc), wanted)
+    return len(missing)
+
+
 def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None]) -> Op[None]:
     """Run ``delete`` (of whole threads), then take the threads' entries of the incarnations
     it ended out of their lists. (Entries of a thread that expired go when a write-ahead into

@@ -66,6 +66,7 @@ from .core import (
 )
 from .delta import get_delta_channel_history
 from .functions import FunctionLibrary
+from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_replies, waited_calls
 from .scripts import script_sources
 from .settings import ttl_seconds
 
@@ -139,6 +140,8 @@ class RedisSaver(RedisSaverBase):
         compression: bool | int = True,
         keep_last: int | None = None,
         functions: bool = True,
+        wait_for_replicas: int = 0,
+        wait_timeout: float = 0.1,
         **redis_kwargs: Any,
     ) -> None:
         given = resolve_arguments(
@@ -153,6 +156,7 @@ class RedisSaver(RedisSaverBase):
             asyncio=False,
         )
         client, redis_kwargs = given.client, given.redis_kwargs
+        self._wait = WaitForReplicas.of(wait_for_replicas, wait_timeout, socket_timeout)
         connect_url = self._setup(
             given.url,
             client,
@@ -193,6 +197,7 @@ class RedisSaver(RedisSaverBase):
         if isinstance(client, RedisCluster):
             self._on_cluster()
         self._loaded_on_cluster: set[str] = set()  # scripts loaded on every primary
+        self._loaded_for_wait: set[str] = set()  # (standalone) scripts loaded, for _waited
         self._scripts = {
             name: client.register_script(source) for name, source in script_sources().items()
         }
@@ -267,6 +272,9 @@ class RedisSaver(RedisSaverBase):
         if largest_arg(request) > MIN_BULK_LIMIT:
             refuse_oversized(request, self._bulk_limit())
         try:
+            if self._wait is not None and (calls := waited_calls(request)) is not None:
+                replies = self._waited(calls, self._wait)
+                return replies[0] if isinstance(request, ScriptCall) else replies
             if isinstance(request, ScriptCall):
                 if isinstance(self._client, RedisCluster):
                     return self._call_on_cluster(self._guarded(request))
@@ -286,6 +294,8 @@ class RedisSaver(RedisSaverBase):
             for call in request.calls:
                 pipe.evalsha(self._scripts[call.name].sha, len(call.keys), *call.keys, *call.args)
             return pipe.execute()
+        except ReplicationError:
+            raise  # (a ConnectionError too, that says what it is)
         except UNAVAILABLE as exc:
             raise self._unavailable(exc) from exc
         except RedisClusterException as exc:
@@ -295,6 +305,74 @@ class RedisSaver(RedisSaverBase):
             if explained is exc:
                 raise
             raise explained from exc
+
+    def _waited(self, calls: Sequence[ScriptCall], wait: WaitForReplicas) -> list[Any]:
+        """Write calls as EVALSHA in one pipeline, each node's followed by WAIT on the same
+        connection (on a cluster: one WAIT per primary that took a call); calls that failed
+        on a lost script or a moved slot go again (with their WAIT)."""
+        client = self._client
+        cluster = isinstance(client, RedisCluster)
+        if cluster:  # (a call while its slot moves is refused before it starts: TRYAGAIN)
+            calls = [self._guarded(call) for call in calls]
+        out: list[Any] = [None] * len(calls)
+        pending = list(range(len(calls)))
+        started = time.monotonic()
+        # each attempt's WAIT replies: a WAIT covers the writes before it on its connection,
+        # those of the calls that went through in an attempt where others failed too
+        acknowledged: list[int] = []
+        for attempt in itertools.count():
+            loaded = self._loaded_on_cluster if cluster else self._loaded_for_wait
+            for name in {calls[i].name for i in pending} - loaded:
+                client.script_load(self._scripts[name].script)  # (on every primary)
+                loaded.add(name)
+            pipe: Any = client.pipeline() if cluster else client.pipeline(transaction=False)
+            nodes: dict[str, Any] = {}
+            for i in pending:
+                call = calls[i]
+                command = ("EVALSHA", self._scripts[call.name].sha, len(call.keys))
+                if isinstance(client, RedisCluster):
+                    node = client.get_node_from_key(call.keys[0])  # type: ignore[no-untyped-call]
+                    nodes[node.name] = node
+                    pipe.execute_command(*command, *call.keys, *call.args, target_nodes=node)
+                else:
+                    pipe.execute_command(*command, *call.keys, *call.args)
+            for node in nodes.values():
+                pipe.execute_command(*wait.command(), target_nodes=node)
+            if not cluster:
+                pipe.execute_command(*wait.command())
+            try:
+                replies = pipe.execute(raise_on_error=False)
+            except UNAVAILABLE as exc:
+                if not cluster:
+                    raise
+                replies = [exc] * (len(pending) + max(1, len(nodes)))
+            for count in replies[len(pending) :]:
+                if isinstance(count, UNAVAILABLE):
+                    continue  # (its node's calls failed too, and go again)
+                if isinstance(count, Exception):
+                    raise count
+                acknowledged.append(count)
+            down = [r for r in replies[: len(pending)] if isinstance(r, UNAVAILABLE)]
+            if down and attempt >= ATTEMPTS:
+                raise down[0]  # (a primary that stays unreachable: no move to wait out)
+            again, lost, moved = take_replies(pending, replies[: len(pending)], out)
+            if not again:
+                wait.check(acknowledged, calls)
+                return out
+            if lost:
+                if attempt >= ATTEMPTS:
+                    raise RuntimeError(f"{calls[again[0]].name}: its script keeps being lost")
+                loaded.clear()
+            if moved and isinstance(client, RedisCluster):
+                # a slot moving, or a primary failing over: as a single call, for as long
+                waited = time.monotonic() - started
+                if waited >= self._slot_move_wait:
+                    raise self._slot_moving(calls[again[0]], waited)
+                client.nodes_manager.initialize()
+                pause = retry_backoff().compute(attempt + 1)
+                time.sleep(min(pause, self._slot_move_wait - waited))
+            pending = again
+        raise AssertionError("unreachable")
 
     def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
