@@ -63,7 +63,7 @@ from langgraph.graph.message import add_messages
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.compression import REF_MARK
 from langgraph.checkpoint.rediskv.core import INLINE_MARK
-from langgraph.checkpoint.rediskv.keys import parse_record
+from langgraph.checkpoint.rediskv.keys import encode_part, parse_record
 
 # The saver's default metadata index, plus the key the chat backend searches threads by.
 INDEXED = ("source", "step", "run_id", "user_id")
@@ -1281,7 +1281,12 @@ def stage_breakdown(saver: AsyncRedisSaver, reader: ThreadBuilder, put_args: Put
     sha = saver._scripts["get_tuple"].sha
 
     # aget_tuple: the reply of get_tuple.lua, decoded (sent as a script: the saver may have
-    # run its calls as functions of its library, so the script may not be loaded yet)
+    # run its calls as functions of its library, so the script may not be loaded yet). The
+    # request names the bases the saver holds of the thread by their marks (as get_tuple
+    # does), and the script sends b"" for those: they are read from the saver, as
+    # decode_record does with ``held``
+    tag = core.keys.tag(reader.thread_id)
+    held = {b.ref.encode(): b for b in core.bases.of_namespace(tag, encode_part("")) if b.mark}
     request = next(core.get_tuple(reader.config()))
     with redis.Redis.from_url(saver._url) as client:
         client.script_load(saver._scripts["get_tuple"].script)
@@ -1289,6 +1294,10 @@ def stage_breakdown(saver: AsyncRedisSaver, reader: ThreadBuilder, put_args: Put
     _, _, packed, blob_list, hash_writes, _, large = reply  # (records.lua's load_checkpoint)
     fields = parse_record(packed, large - 1)
     blobs = dict(zip(blob_list[::2], blob_list[1::2], strict=True))
+    not_held = [ref for ref, blob in blobs.items() if blob == b"" and ref not in held]
+    if not_held:  # (the tool's check: the held bases it knows are those the request named)
+        raise RuntimeError(f"get_tuple sent back empty blobs of bases not held: {not_held}")
+    blobs = {ref: blob or held[ref].stored for ref, blob in blobs.items()}
     channels: set[bytes] = set()
     values = []  # a channel's first blob is its value, the others bases (as decode_record)
     for ref, blob in blobs.items():
@@ -1308,7 +1317,8 @@ def stage_breakdown(saver: AsyncRedisSaver, reader: ThreadBuilder, put_args: Put
         return core.loads(value)
 
     t_serde_loads = _cpu_per_call(lambda: [load(x) for x in stored], n)
-    t_decode = _cpu_per_call(lambda: core.decode_record("micro-read", reply), n)
+    t_decode = _cpu_per_call(
+        lambda: core.decode_record(reader.thread_id, reply, held=held), n)
     t_req_get = _cpu_per_call(lambda: next(core.get_tuple(reader.config())), n)
     t_pack_get = _cpu_per_call(
         lambda: conn.pack_command("EVALSHA", sha, len(request.keys), *request.keys,

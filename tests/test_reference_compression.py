@@ -13,10 +13,13 @@ summary values are stored against bases).
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import re
 import secrets
 import threading
+import weakref
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -31,10 +34,12 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.compression import (
+    REF_COMPRESSORS_KEPT,
     REF_MARK,
     Base,
     BaseCache,
     CompressionDictionaries,
+    RefCompressors,
     reference_parameters,
 )
 
@@ -472,6 +477,132 @@ def test_the_caches_of_bases_count_what_they_hold() -> None:
     params = reference_parameters(len(raw), 1)
     one = 4 * ((1 << params.hash_log) + (1 << params.chain_log)) + 2 * len(raw)
     assert len(dictionaries._dictionaries) == max(1, (1 << 20) // one)
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux, as the suite's servers), after a collection."""
+    gc.collect()
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class RandomChat:
+    """A thread whose ``messages`` is random bytes (compressible only against its base): a
+    first one of ``first`` bytes, then one of 400 bytes more a turn."""
+
+    def __init__(self, thread: str, first: int) -> None:
+        self.thread = thread
+        self.messages = [os.urandom(first)]
+        self.parent: str | None = None
+
+    def turn(self, saver: RedisSaver) -> None:
+        if self.parent is not None:
+            self.messages = [*self.messages, os.urandom(400)]
+        version = f"{len(self.messages):08d}"
+        checkpoint = make_checkpoint({"messages": self.messages}, {"messages": version})
+        config = saver.put(
+            cfg(self.thread, "", self.parent), checkpoint, {"step": len(self.messages)},
+            {"messages": version},
+        )
+        self.parent = config["configurable"]["checkpoint_id"]
+
+
+def test_the_compressors_a_saver_keeps_do_not_grow_with_its_threads(
+    saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27, defect 6: each OS thread that called a saver kept up to 8 zstd compressors
+    bound to bases (1.7 MB each for a base of 200 KB) and one more: 32 threads taking turns
+    of 8 chats of 200 KB held 256 + 32 of them (the issue's RSS: +440-485 MB, one thread
+    +18-20). The saver's threads share them now: a call takes one out and gives it back, and
+    the saver keeps REF_COMPRESSORS_KEPT against bases and one more here (one call at a
+    time), while its threads are alive and after they end. Here the process grew by 217 MB
+    while the threads were alive, by 29-30 MB now."""
+    made: weakref.WeakSet[CountedCompressor] = weakref.WeakSet()
+    against_base: weakref.WeakSet[CountedCompressor] = weakref.WeakSet()
+
+    class CountedCompressor:
+        """A zstd compressor that counts the live ones (zstandard's own types cannot be
+        subclassed safely, nor referenced weakly)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.compressor = make_compressor(*args, **kwargs)
+            made.add(self)
+            if kwargs.get("dict_data") is not None:
+                against_base.add(self)
+
+        def compress(self, data: bytes) -> bytes:
+            return self.compressor.compress(data)
+
+        def memory_size(self) -> int:
+            return self.compressor.memory_size()
+
+    make_compressor = zstandard.ZstdCompressor
+    monkeypatch.setattr(zstandard, "ZstdCompressor", CountedCompressor)
+    chats = [RandomChat(f"t{n}", 200_000) for n in range(8)]
+    for chat in chats:
+        chat.turn(saver)  # its base, stored in full (random bytes do not compress)
+    one_at_a_time = threading.Lock()  # (so that the counts do not depend on timing)
+    turns_taken = threading.Barrier(33)
+    may_end = threading.Event()
+
+    def serve() -> None:
+        with one_at_a_time:
+            for chat in chats:
+                chat.turn(saver)
+        turns_taken.wait()
+        may_end.wait()
+
+    before = resident_bytes()
+    threads = [threading.Thread(target=serve) for _ in range(32)]
+    for thread in threads:
+        thread.start()
+    turns_taken.wait()
+    try:
+        alive = (len(made), len(against_base))
+        grown = resident_bytes() - before
+    finally:
+        may_end.set()
+        for thread in threads:
+            thread.join()
+    ended = (len(made), len(against_base))
+    assert alive == ended == (REF_COMPRESSORS_KEPT + 1, REF_COMPRESSORS_KEPT)
+    assert grown < 100 << 20
+    for chat in chats:
+        got = saver.get_tuple(cfg(chat.thread, "", chat.parent))
+        assert got is not None and got.checkpoint["channel_values"]["messages"] == chat.messages
+
+
+def test_the_compressors_kept_against_bases_are_bounded_in_number_and_bytes() -> None:
+    """RefCompressors keeps the compressors given back last: at most ``kept``, and at most
+    ``max_bytes`` of them by zstd's count (a base of some MB makes one of over 10 MB); one
+    larger than that alone is not kept."""
+    raw = os.urandom(20_000)
+    dictionaries = [
+        CompressionDictionaries().get(Base(f"c:{n}", raw + b"%d" % n, b"x\0" + raw), 3)
+        for n in range(4)
+    ]
+    compressors = []
+    for dictionary in dictionaries:
+        compressor = zstandard.ZstdCompressor(dict_data=dictionary, write_checksum=True)
+        compressor.compress(raw + b"more")
+        compressors.append(compressor)
+    size = compressors[0].memory_size()
+    assert [c.memory_size() for c in compressors] == [size] * 4
+    kept = RefCompressors(kept=3, max_bytes=2 * size)
+    for dictionary, compressor in zip(dictionaries, compressors, strict=True):
+        kept.give(dictionary, compressor)
+    assert (len(kept), kept.bytes) == (2, 2 * size)  # the last two: the bytes bound
+    assert kept.take(dictionaries[1]) is None
+    assert kept.take(dictionaries[3]) is compressors[3]
+    assert kept.take(dictionaries[3]) is None  # (taken: the caller's until given back)
+    assert (len(kept), kept.bytes) == (1, size)
+    kept = RefCompressors(kept=2, max_bytes=10 * size)
+    for dictionary, compressor in zip(dictionaries, compressors, strict=True):
+        kept.give(dictionary, compressor)
+    assert (len(kept), kept.bytes) == (2, 2 * size)  # the last two: the count bound
+    assert [kept.take(d) for d in dictionaries] == [None, None, *compressors[2:]]
+    small = RefCompressors(kept=2, max_bytes=size - 1)
+    small.give(dictionaries[0], compressors[0])
+    assert (len(small), small.bytes) == (0, 0)
 
 
 def test_a_changed_base_fails_the_read_naming_what_cannot_be_read(
