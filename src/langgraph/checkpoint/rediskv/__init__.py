@@ -10,7 +10,10 @@ from .core import (
     ServerFullError,
     ValueTooLargeError,
 )
+from .storeformat import RELEASE, StoreFormatError
 from .sync import RedisSaver
+
+__version__ = RELEASE
 
 __all__ = [
     "AsyncRedisSaver",
@@ -21,5 +24,6 @@ __all__ = [
     "RedisUnavailableError",
     "SerializationError",
     "ServerFullError",
+    "StoreFormatError",
     "ValueTooLargeError",
 ]
