@@ -2,7 +2,7 @@
 --[[
   store_format: the stored format of the prefix, read once by each saver at its first call.
 
-  KEYS[1]  P:fmt            STRING the lowest release that reads what is stored under the
+  KEYS[1]  P:fmt:{P:mk}     STRING the lowest release that reads what is stored under the
                             prefix ("0.3.0"); absent: 0.1.0's format, which every release
                             since reads (0.1.0 knows no P:fmt; a release that writes what
                             0.1.0 reads writes none either)

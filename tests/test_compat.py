@@ -140,7 +140,7 @@ def test_old_and_new_releases_take_turns_on_the_same_threads(
         thread_keys = keys_of(client, keys.thread_keys_pattern(thread))
         assert thread_keys and [k for k in thread_keys if client.ttl(k) <= 0] == []
     # the new release writes 0.1.0's format, which needs no mark (0.1.0 knows no P:fmt)
-    assert client.exists(f"{ttl_pair.prefix}:fmt") == 0
+    assert client.exists(keys.format_key()) == 0
 
     # copies each way, then a turn on the copy by the other release
     for old, source in ((True, "chat-0"), (False, "chat-1")):

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 import redis
+from redis.crc import key_slot
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, StoreFormatError
 from langgraph.checkpoint.rediskv import __version__ as version
+from langgraph.checkpoint.rediskv.keys import KeySchema
 from langgraph.checkpoint.rediskv.storeformat import RELEASE, WRITES_FORMAT, release_tuple
 
 from .conftest import snapshot
@@ -49,15 +51,24 @@ def test_the_first_call_reads_the_format_and_later_calls_do_not_ask(
         assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == ids[::-1]
         assert sent.count("store_format") == 1
         # this release writes 0.1.0's format, which needs no mark
-        assert client.exists(f"{prefix}:fmt") == 0
+        assert client.exists(KeySchema(prefix).format_key()) == 0
         saver.delete_thread("t")
     # a format this release reads (its own, or an earlier one) is read and left as it is
     for readable in (b"0.1.0", b"0.2.0"):
-        client.set(f"{prefix}:fmt", readable)
+        client.set(KeySchema(prefix).format_key(), readable)
         with RedisSaver(server_url, prefix=prefix) as saver:
             assert chain(saver, "t", [{"step": 0}]) == [saver.get_tuple(cfg("t")).checkpoint["id"]]  # type: ignore[union-attr]
             saver.delete_thread("t")
-        assert client.get(f"{prefix}:fmt") == readable
+        assert client.get(KeySchema(prefix).format_key()) == readable
+
+
+def test_the_format_key_is_in_the_slot_of_the_registry() -> None:
+    """On a cluster a saver's first call reads the format: from the node of the registry
+    P:mk, which its first put writes, not from another node it would also depend on
+    (test_cluster's primary down or hung: the format's node was down, every call failed)."""
+    keys = KeySchema("app")
+    assert keys.format_key() == "app:fmt:{app:mk}"
+    assert key_slot(keys.format_key().encode()) == key_slot(b"app:mk")
 
 
 CALLS = {
@@ -76,12 +87,14 @@ def test_a_prefix_of_a_later_format_is_refused_and_left_as_it_is(
 ) -> None:
     with RedisSaver(server_url, prefix=prefix) as saver:
         chain(saver, "t", [{"step": 0}, {"step": 1}])
-    client.set(f"{prefix}:fmt", b"0.3.0")  # as a release 0.3.0 that changed the format
+    client.set(
+        KeySchema(prefix).format_key(), b"0.3.0"
+    )  # as a release 0.3.0 that changed the format
     before = snapshot(client, f"{prefix}:*")
     message = (
         f"the prefix '{prefix}' holds checkpoints in a format that needs "
-        f"langgraph-checkpoint-rediskv 0.3.0 or later (key {prefix}:fmt); this is 0.2.0, "
-        "which could misread them"
+        f"langgraph-checkpoint-rediskv 0.3.0 or later (key {prefix}:fmt:{{{prefix}:mk}}); "
+        "this is 0.2.0, which could misread them"
     )
     with RedisSaver(server_url, prefix=prefix) as saver:
         for _ in range(2):  # and again: a refused check is not taken as passed
@@ -93,7 +106,7 @@ def test_a_prefix_of_a_later_format_is_refused_and_left_as_it_is(
 async def test_a_prefix_of_a_later_format_is_refused_async(
     server_url: str, prefix: str, client: redis.Redis
 ) -> None:
-    client.set(f"{prefix}:fmt", b"1.0.0")
+    client.set(KeySchema(prefix).format_key(), b"1.0.0")
     async with AsyncRedisSaver(server_url, prefix=prefix) as saver:
         with pytest.raises(
             StoreFormatError, match=re.escape("needs langgraph-checkpoint-rediskv 1.0.0 or later")
@@ -101,19 +114,21 @@ async def test_a_prefix_of_a_later_format_is_refused_async(
             await saver.aget_tuple(cfg("t"))
         with pytest.raises(StoreFormatError, match=re.escape("this is 0.2.0")):
             [t async for t in saver.alist(cfg("t"))]
-    assert client.get(f"{prefix}:fmt") == b"1.0.0"
+    assert client.get(KeySchema(prefix).format_key()) == b"1.0.0"
     assert client.exists(f"{prefix}:mk") == 0
 
 
 def test_a_format_that_is_not_a_release_is_named(
     server_url: str, prefix: str, client: redis.Redis
 ) -> None:
-    client.set(f"{prefix}:fmt", b"v2")
+    client.set(KeySchema(prefix).format_key(), b"v2")
     with (
         RedisSaver(server_url, prefix=prefix) as saver,
         pytest.raises(
             StoreFormatError,
-            match=re.escape(f"the prefix '{prefix}' has a stored format 'v2' (key {prefix}:fmt)"),
+            match=re.escape(
+                f"the prefix '{prefix}' has a stored format 'v2' (key {prefix}:fmt:{{{prefix}:mk}})"
+            ),
         ),
     ):
         saver.get_tuple(cfg("t"))
