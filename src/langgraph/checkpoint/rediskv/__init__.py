@@ -12,7 +12,10 @@ from .core import (
 )
 from .replication import ReplicationError
 from .shallow import AsyncShallowRedisSaver, ShallowRedisSaver
+from .storeformat import RELEASE, StoreFormatError
 from .sync import RedisSaver
+
+__version__ = RELEASE
 
 __all__ = [
     "AsyncRedisSaver",
@@ -26,5 +29,6 @@ __all__ = [
     "SerializationError",
     "ServerFullError",
     "ShallowRedisSaver",
+    "StoreFormatError",
     "ValueTooLargeError",
 ]

@@ -75,6 +75,7 @@ from .packing import pack_in_c
 from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_replies, waited_calls
 from .scripts import script_sources
 from .settings import ttl_seconds
+from .storeformat import checked_first
 
 T = TypeVar("T")
 
@@ -643,6 +644,8 @@ class AsyncRedisSaver(RedisSaverBase):
         self._loop = loop
 
     async def _run(self, op: Op[T]) -> T:
+        if not self._core.format_checked:  # the saver's first call (see .storeformat)
+            op = checked_first(self._core, op)
         self._bind_loop()
         try:
             request = next(op)
@@ -657,6 +660,8 @@ class AsyncRedisSaver(RedisSaverBase):
             return done.value  # type: ignore[no-any-return]
 
     async def _stream(self, stream: Stream) -> AsyncIterator[CheckpointTuple]:
+        if not self._core.format_checked:  # the saver's first call (see .storeformat)
+            stream = checked_first(self._core, stream)
         self._bind_loop()
         reply: Any = None
         while True:

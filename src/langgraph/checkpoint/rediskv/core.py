@@ -381,6 +381,9 @@ class SaverCore:
     list_cache: lists.ListCache = dataclasses.field(default_factory=lists.ListCache)
     # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
     registered: list[bool] = dataclasses.field(default_factory=list)
+    # set once the prefix's stored format has been checked (see .storeformat; mutable on
+    # purpose: a per-saver cache)
+    format_checked: list[bool] = dataclasses.field(default_factory=list)
     # on a cluster: when the threads-by-value lists were last known to be complete (they stay
     # so, but for a store emptied and refilled without them, as a restored backup of an older
     # version), saving a listing the round trip that asks for READY_KNOWN_FOR seconds

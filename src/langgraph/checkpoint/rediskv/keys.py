@@ -78,6 +78,9 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                registry was lost: reads scan until a reindex completes it;
                                "building:<token>" while a reindex that claimed it runs);
                                THREADS_BY_VALUE for the threads-by-value indexes, the same way
+    P:fmt:{P:mk}        STRING the stored format: the lowest release that reads the prefix;
+                               absent, as 0.1.0 and this release leave it: 0.1.0's format (see
+                               .storeformat); in the slot of P:mk on a cluster
 
 The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/test_keys.py`` checks
 that both produce the same keys.
@@ -169,6 +172,12 @@ class KeySchema:
         command only when it holds every key), instead of failing midway on a key that has
         already moved."""
         return f"{self.prefix}:slot:{tag}"
+
+    def format_key(self) -> str:
+        """The prefix's stored format (see .storeformat): P:fmt, hash-tagged into the slot of
+        the registry P:mk, so that on a cluster a saver depends on the node of one global key
+        to start, not on two (its first put writes the registry)."""
+        return f"{self.prefix}:fmt:{{{self.metadata_keys()}}}"
 
     def metadata_keys(self) -> str:
         """The registry of indexed metadata keys (standalone servers)."""

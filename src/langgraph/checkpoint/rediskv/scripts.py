@@ -39,6 +39,7 @@ SCRIPT_NAMES = (
     "thread_lists",
     "thread_states",
     "run_threads",
+    "store_format",
 )
 
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)

@@ -69,6 +69,7 @@ from .functions import FunctionLibrary
 from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_replies, waited_calls
 from .scripts import script_sources
 from .settings import ttl_seconds
+from .storeformat import checked_first
 
 T = TypeVar("T")
 
@@ -635,6 +636,8 @@ class RedisSaver(RedisSaverBase):
         return self._max_bulk
 
     def _run(self, op: Op[T]) -> T:
+        if not self._core.format_checked:  # the saver's first call (see .storeformat)
+            op = checked_first(self._core, op)
         try:
             request = next(op)
             while True:
@@ -648,6 +651,8 @@ class RedisSaver(RedisSaverBase):
             return done.value  # type: ignore[no-any-return]
 
     def _stream(self, stream: Stream) -> Iterator[CheckpointTuple]:
+        if not self._core.format_checked:  # the saver's first call (see .storeformat)
+            stream = checked_first(self._core, stream)
         reply: Any = None
         while True:
             try:

@@ -1,0 +1,1 @@
+"""Compatibility with the previous release (tests/test_compat.py)."""
