@@ -37,6 +37,6 @@ for i = 4, #ARGV do
 end
 if #runs > 0 then
   local G = jobspace(prefix, tag, new_job(KEYS[3], "runs"))
-  redis.call("SADD", G.part("runs"), unpack(runs))
+  add_members(G.part("runs"), runs)
 end
 return reap(prefix, tag, tonumber(ARGV[3]))

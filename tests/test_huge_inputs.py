@@ -1,0 +1,113 @@
+"""Inputs far beyond what a script can unpack at once (issue 27, defects 1 and 2).
+
+Lua's unpack() fails beyond about 8,000 values ("too many results to unpack"), and a script
+that fails midway keeps what it did. A record's refs, a thread's run list, the runs a caller
+names: each is unbounded, so each goes to the server in chunks. These tests use ten times the
+size that broke, with small random values (nothing compresses them), and assert exact results.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import redis
+
+from langgraph.checkpoint.rediskv import RedisSaver
+
+from .conftest import data_keys
+from .test_contract import cfg, make_checkpoint
+
+# refs in one record: a store of 100,000 channels (8,000 broke)
+WIDE = 100_000
+
+
+def put_wide(saver: RedisSaver, thread: str, count: int, channels: int) -> list[dict[str, Any]]:
+    """`count` checkpoints of `channels` channels each, every channel new at every step (a
+    value of 8 random bytes), checkpoint i written by run "r<i>"; returns their values."""
+    parent: str | None = None
+    puts: list[dict[str, Any]] = []
+    for i in range(count):
+        versions = {f"c{j}": f"{i + 1:08d}" for j in range(channels)}
+        values = {f"c{j}": os.urandom(8) for j in range(channels)}
+        checkpoint = make_checkpoint(values, versions)
+        metadata = {"source": "loop", "step": i, "run_id": f"r{i}"}
+        saver.put(cfg(thread, "", parent), checkpoint, metadata, versions)
+        parent = checkpoint["id"]
+        puts.append({"id": parent, "values": values})
+    return puts
+
+
+def stored_values(saver: RedisSaver, thread: str, checkpoint_id: str) -> dict[str, Any]:
+    got = saver.get_tuple(cfg(thread, "", checkpoint_id))
+    assert got is not None, checkpoint_id
+    return dict(got.checkpoint["channel_values"])
+
+
+def blob_count(client: redis.Redis, prefix: str) -> int:
+    return sum(1 for _ in client.scan_iter(match=f"{prefix}:blob:*", count=5000))
+
+
+def test_prune_of_records_of_100k_refs_keeps_the_latest_and_the_thread_usable(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """prune unpacked all of the latest record's refs at once: past ~8,000 it failed, its job
+    stayed in the gc root, and every later put and delete_thread of the thread failed too."""
+    puts = put_wide(saver, "t", 2, WIDE)
+    saver.prune(["t"])
+    assert [c.config["configurable"]["checkpoint_id"] for c in saver.list(cfg("t"))] == [
+        puts[1]["id"]
+    ]
+    assert stored_values(saver, "t", puts[1]["id"]) == puts[1]["values"]
+    assert blob_count(client, prefix) == WIDE
+    # the thread takes writes again, and goes whole
+    checkpoint = make_checkpoint({"x": 1}, {"x": "00000001"})
+    saver.put(cfg("t", "", puts[1]["id"]), checkpoint, {"source": "loop", "step": 2}, {"x": "1"})
+    saver.delete_thread("t")
+    assert data_keys(client, prefix) == []
+
+
+def test_delete_for_runs_of_records_of_100k_refs_drops_the_run_and_keeps_the_rest(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """delete_for_runs unpacked every ref of a remaining record at once while it walked the
+    namespace: past ~8,000 it failed and left the job pending (the thread unusable)."""
+    puts = put_wide(saver, "t", 2, WIDE)
+    saver.delete_for_runs(["r0"])
+    listed = [c.config["configurable"]["checkpoint_id"] for c in saver.list(cfg("t"))]
+    assert listed == [puts[1]["id"]]
+    assert stored_values(saver, "t", puts[1]["id"]) == puts[1]["values"]
+    assert blob_count(client, prefix) == WIDE
+    saver.delete_thread("t")
+    assert data_keys(client, prefix) == []
+
+
+def test_prune_of_a_record_of_values_stored_against_10k_bases(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """A value of 1 KB or more stored against its base names the base too: 10,000 such
+    channels make 20,000 refs in one record (4,500 broke)."""
+    channels = 10_000
+    bases = {f"c{j}": os.urandom(1100) for j in range(channels)}
+    grown = {name: value + os.urandom(40) for name, value in bases.items()}
+    ids = []
+    parent: str | None = None
+    for step, values in enumerate((bases, grown)):
+        versions = {name: f"{step + 1:08d}" for name in values}
+        checkpoint = make_checkpoint(values, versions)
+        metadata = {"source": "loop", "step": step, "run_id": f"r{step}"}
+        saver.put(cfg("t", "", parent), checkpoint, metadata, versions)
+        parent = checkpoint["id"]
+        ids.append(parent)
+    against_bases = sum(
+        1
+        for key in client.scan_iter(match=f"{prefix}:blob:*:00000002", count=5000)
+        if (client.get(key) or b"").startswith(b"zr:")
+    )
+    assert against_bases == channels
+    saver.prune(["t"])
+    assert [c.config["configurable"]["checkpoint_id"] for c in saver.list(cfg("t"))] == [ids[1]]
+    assert stored_values(saver, "t", ids[1]) == grown
+    assert blob_count(client, prefix) == 2 * channels  # the values and their bases
+    saver.delete_thread("t")
+    assert data_keys(client, prefix) == []
