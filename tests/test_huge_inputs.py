@@ -11,15 +11,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 import redis
 
-from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv import RedisSaver, bulk
+from langgraph.checkpoint.rediskv.core import Batch, ScriptCall
 
 from .conftest import data_keys
 from .test_contract import cfg, make_checkpoint
 
 # refs in one record: a store of 100,000 channels (8,000 broke)
 WIDE = 100_000
+# runs of one thread that one delete_for_runs names (8,000 broke)
+RUNS = 40_000
 
 
 def put_wide(saver: RedisSaver, thread: str, count: int, channels: int) -> list[dict[str, Any]]:
@@ -111,3 +115,74 @@ def test_prune_of_a_record_of_values_stored_against_10k_bases(
     assert blob_count(client, prefix) == 2 * channels  # the values and their bases
     saver.delete_thread("t")
     assert data_keys(client, prefix) == []
+
+
+def put_runs(saver: RedisSaver, thread: str, count: int) -> list[str]:
+    """A chain of `count` checkpoints, each written by its own run "run<i>", sent in
+    pipelines (one round trip each would take minutes); returns their ids."""
+    core = saver._core
+    calls: list[ScriptCall] = []
+    ids: list[str] = []
+    parent: str | None = None
+    for i in range(count):
+        versions = {"n": f"{i + 1:08d}"}
+        checkpoint = make_checkpoint({"n": os.urandom(8)}, versions)
+        metadata = {"source": "loop", "step": i, "run_id": f"run{i}"}
+        op = core.put(cfg(thread, "", parent), checkpoint, metadata, versions)
+        request = next(op)
+        # requests before the put itself (registering the metadata index ...) go one by one
+        while not (isinstance(request, ScriptCall) and request.name == "put_checkpoint"):
+            request = op.send(saver._send(request))
+        calls.append(request)
+        parent = checkpoint["id"]
+        ids.append(parent)
+    for start in range(0, len(calls), 1000):
+        replies = saver._send(Batch(calls[start : start + 1000]))
+        assert all(not isinstance(r, bytes) for r in replies), replies[:3]
+    return ids
+
+
+def test_delete_for_runs_of_many_runs_of_one_thread_deletes_exactly_them(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """delete_for_runs unpacked every run of the thread it was given at once: 8,000 runs
+    raised a Lua error and deleted nothing. Here 20,000 of the thread's 40,000 runs, named
+    among 80,000 run ids (the others no thread has) go, and only they."""
+    runs, keys = RUNS, saver._core.keys
+    ids = put_runs(saver, "t", runs)
+    named = [f"run{i}" for i in range(0, runs, 2)] + [f"other{i}" for i in range(60_000)]
+    saver.delete_for_runs(named)
+    listed = [c.config["configurable"]["checkpoint_id"] for c in saver.list(cfg("t"))]
+    assert listed == ids[1::2][::-1]
+    assert sorted(m.decode() for m in client.smembers(keys.runs(keys.tag("t")))) == sorted(
+        f"run{i}" for i in range(1, runs, 2)
+    )
+    assert blob_count(client, prefix) == runs // 2
+    saver.delete_thread("t")
+    assert data_keys(client, prefix) == []
+
+
+def test_run_ids_go_in_chunks_that_join_one_job(
+    saver: RedisSaver, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run ids go RUN_CHUNK per call; the chunks join the thread's one runs job (one walk of
+    each namespace for all the runs), and only the last call reaps."""
+    monkeypatch.setattr(bulk, "RUN_CHUNK", 2)
+    ids = put_runs(saver, "t", 6)
+    keys = saver._core.keys
+    gc = keys.gc(keys.tag("t"))
+    jobs: list[tuple[int, list[str]]] = []
+    send = saver._send
+
+    def watching(request: Any) -> Any:
+        reply = send(request)
+        if getattr(request, "name", "") == "delete_for_runs":
+            budget = int(request.args[2])
+            jobs.append((budget, sorted(m.decode() for m in client.smembers(gc))))
+        return reply
+
+    monkeypatch.setattr(saver, "_send", watching)
+    saver.delete_for_runs(["run0", "run2", "run4", "run5", "gone"])
+    assert jobs == [(0, ["runs:1"]), (0, ["runs:1"]), (1000, [])]
+    listed = [c.config["configurable"]["checkpoint_id"] for c in saver.list(cfg("t"))]
+    assert listed == [ids[3], ids[1]]
