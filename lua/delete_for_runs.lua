@@ -8,7 +8,9 @@
   KEYS[3]  P:gc:{T}         gc root
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  budget of this call (see reap_thread)
-  ARGV[4..]  run ids (encoded)
+  ARGV[4..]  run ids (encoded): a chunk of them; the client sends many runs in several calls
+             (budget 0 but the last), and the runs of a call join the thread's newest job
+             when it is a runs job still collecting, so they are deleted in one job
 
   Reply: the number of jobs still pending (0: done)
 
@@ -31,12 +33,26 @@
 -- @include reap
 
 local prefix, tag = ARGV[1], ARGV[2]
+
+-- The thread's newest job when it is a runs job that has not begun to walk (more runs may join
+-- it: each namespace is walked once for all of them), else a new runs job.
+local function collecting_runs_job(gc)
+  local newest = 0
+  for _, job in ipairs(redis.call("SMEMBERS", gc)) do
+    local k = tonumber(string.match(job, ":(%d+)$"))
+    if k and k > newest then newest = k end
+  end
+  if redis.call("SISMEMBER", gc, "runs:" .. newest) == 1 then
+    local G = jobspace(prefix, tag, newest)
+    local phase = redis.call("HGET", G.state, "ph")
+    if not phase or phase == "collect" then return G end
+  end
+  return jobspace(prefix, tag, new_job(gc, "runs"))
+end
+
 local runs = {}
 for i = 4, #ARGV do
   if redis.call("SISMEMBER", KEYS[2], ARGV[i]) == 1 then runs[#runs + 1] = ARGV[i] end
 end
-if #runs > 0 then
-  local G = jobspace(prefix, tag, new_job(KEYS[3], "runs"))
-  redis.call("SADD", G.part("runs"), unpack(runs))
-end
+if #runs > 0 then add_members(collecting_runs_job(KEYS[3]).part("runs"), runs) end
 return reap(prefix, tag, tonumber(ARGV[3]))

@@ -18,9 +18,11 @@
 ]]
 
 if ARGV[1] == "enter" then
-  local pairs_ = {}
-  for i = 3, #ARGV do pairs_[#pairs_ + 1] = ARGV[i] end
-  redis.call("ZADD", KEYS[1], "GT", unpack(pairs_))
+  -- (score, S) pairs, 4,000 values at a time: unpack() fails beyond about 8,000, and a put
+  -- may have a list for each of thousands of metadata values
+  for first = 3, #ARGV, 4000 do
+    redis.call("ZADD", KEYS[1], "GT", unpack(ARGV, first, math.min(first + 3999, #ARGV)))
+  end
   return redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[2], "WITHSCORES", "LIMIT", 0, 8)
 end
 local changed = 0

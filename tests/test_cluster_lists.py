@@ -169,6 +169,29 @@ def test_a_delete_takes_the_thread_out_of_its_lists(
     assert client.exists(keys.threads_with("user_id:%22u1%22"), keys.threads_with("/r2")) == 0
 
 
+def test_a_put_with_20k_metadata_values_enters_its_thread_in_every_list(
+    saver: RedisSaver, client: RedisCluster
+) -> None:
+    """A put's lists were read, asked for and registered with one unpack() each
+    (lua/include/lists.lua, lua/thread_list_registry.lua): 5,000 metadata values failed with
+    'too many results to unpack'. 20,000 here, each a list of its own; the second put finds
+    them all covered, the first asked for every one."""
+    keys = KeySchema(saver.prefix)
+    metadata = {f"k{j}": f"v{j}" for j in range(20_000)}
+    first, second = chain(saver, "t", [metadata, metadata])
+    for key, value in (("k0", "v0"), ("k19999", "v19999")):
+        listed = [c.checkpoint["id"] for c in saver.list(None, filter={key: value})]
+        assert listed == [second, first]
+        assert [
+            m[: m.index(b"}") + 1]
+            for m, _ in members(client, keys.threads_with(f"{key}:%22{value}%22"))
+        ] == [b"{t}"]
+    assert client.zcard(keys.lists_registry()) == 20_000
+    saver.delete_thread("t")
+    assert client.exists(keys.threads_with("k0:%22v0%22")) == 0
+    assert list(saver.list(None, filter={"k5": "v5"})) == []
+
+
 def test_a_writer_that_wrote_ahead_for_a_deleted_thread_starts_a_new_incarnation(
     server_url: str, client: RedisCluster
 ) -> None:
@@ -481,8 +504,7 @@ def thread_on(client: RedisCluster, keys: KeySchema, node: Any, letter: str, on:
     return next(
         f"{letter}{n}"
         for n in range(1000)
-        if (client.get_node_from_key(keys.thread(keys.tag(f"{letter}{n}"))).name == node.name)
-        is on
+        if (client.get_node_from_key(keys.thread(keys.tag(f"{letter}{n}"))).name == node.name) is on
     )
 
 

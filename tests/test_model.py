@@ -10,6 +10,10 @@ Rules (each a hypothesis ``@rule``):
 - ``reput``: the same checkpoint id stored again with changed values and metadata.
 - ``burst``: 100-130 checkpoints in a chain in one thread, one user_id and one run_id, so that
   filters match more than a list page (100) and an inner batch (128).
+- ``wide_put``: at most once an example (about one in three), a checkpoint of 8,500 channels
+  more (small values: its record holds more refs than a Lua unpack() takes) and a child
+  carrying them, then a prune or a delete_for_runs of the wide one's run, a read of the child
+  and a delete of the thread (a wide thread would make every later step on it slow).
 - ``put_writes``: writes of a task against a live checkpoint, regular channels (first write
   wins) and special ones (``__error__``, ``__interrupt__``: replace).
 - ``get_tuple``: latest or by id, compared whole (config, checkpoint with its channel values,
@@ -128,6 +132,8 @@ KEEP_LAST = (None, None, 1, 3)  # the saver's keep_last after a recreate
 TRIM_STEP = 8  # checkpoints a put trims at most (lua/include/trim.lua)
 MAX_COPIES = 3
 MAX_BURSTS = 2
+MAX_WIDE = 1
+WIDE_CHANNELS = tuple(f"wide-{n}" for n in range(8_500))  # unpack() fails beyond ~8,000
 # real prose for the long values: the README's first paragraphs
 PROSE = (Path(__file__).parent.parent / "README.md").read_text()[200:2000]
 SKIP = tuple(s.strip() for s in os.environ.get("RSKV_MODEL_SKIP", "").split(",") if s.strip())
@@ -232,6 +238,7 @@ class SaverMachine(RuleBasedStateMachine):
         self.threads: dict[str, Thread] = {t: Thread(t) for t in BASE_THREADS}
         self.copies = 0
         self.bursts = 0
+        self.wides = 0
         self.counter = 0
         self.last_id = ""
         # the latest finite expiry ever given to any key (also of threads deleted since)
@@ -286,6 +293,8 @@ class SaverMachine(RuleBasedStateMachine):
             return n
         if channel == "profile":
             return {"name": "Ada", "visits": n, "tags": ["a", "b"]}
+        if channel.startswith("wide-"):
+            return n
         if channel == "summary":  # over 1 KB, mostly the same: stored against a base
             return f"summary {n}: {PROSE[:1200]}"
         raise AssertionError(channel)
@@ -626,6 +635,47 @@ class SaverMachine(RuleBasedStateMachine):
             step = parent.metadata["step"] + 1 if parent else -1
             md = self.metadata("loop", step, run, user, "pro")
             parent = self.put_one(th, "", parent, {"counter"}, md)
+
+    @precondition(lambda self: self.wides < MAX_WIDE)
+    @rule(
+        thread=picks,
+        ns=st.sampled_from(NAMESPACES),
+        run=st.sampled_from(RUNS),
+        then=st.sampled_from(("prune", "delete_for_runs")),
+        odds=st.integers(0, 2),
+    )
+    def wide_put(self, thread: int, ns: str, run: str, then: str, odds: int) -> None:
+        """A checkpoint of WIDE_CHANNELS more (run "run-wide") and a child carrying them, then
+        a prune (it keeps the wide child) or a delete_for_runs of "run-wide" (it walks the
+        wide child), a read of the child, and a delete of the thread: a wide thread makes
+        every later step on it slow."""
+        if odds:  # (one draw in three: the rule is picked about twice an example)
+            return
+        self.wides += 1
+        th = self.pick_thread(thread)
+        live = self.live_cps(th, ns)
+        parent = live[-1] if live else None
+        step = parent.metadata["step"] + 1 if parent else -1
+        wide = self.put_one(
+            th,
+            ns,
+            parent,
+            {"counter", *WIDE_CHANNELS},
+            self.metadata("loop", step, "run-wide", None, None),
+        )
+        md = self.metadata("loop", step + 1, run, None, None)
+        child = self.put_one(th, ns, wide, {"counter"}, md)
+        if then == "prune":
+            self.prune([thread], "keep_latest")
+        else:
+            self.delete_for_runs(["run-wide"])
+        got = self.prober.get_tuple(cfg(th.id, ns, child.id))
+        if got is None:
+            if self.must(child):
+                fail(f"wide_put.{then}", f"{th.id!r} {ns!r} {child.id}: the wide child is gone")
+        else:
+            self.observed(f"wide_put.{then}", got, th, child)
+        self.delete_thread(thread)
 
     @precondition(
         lambda self: any(self.must(cp) for th in self.threads.values() for cp in th.cps.values())

@@ -91,6 +91,15 @@ local function parse_member(member)
   return id, string.sub(rest, 1, close), string.sub(rest, close + 2)
 end
 
+-- SADD every member of `members` to `key`, 4,000 at a time: unpack() fails beyond about 8,000
+-- values ("too many results to unpack"), and a record, a run list or a namespace list may
+-- hold more.
+local function add_members(key, members)
+  for first = 1, #members, 4000 do
+    redis.call("SADD", key, unpack(members, first, math.min(first + 3999, #members)))
+  end
+end
+
 -- Split "C1:V1,C2:V2" (the bv field, also the ix field) into its parts, skipping empty ones;
 -- encoded parts never contain ",". (A plain find: gmatch's character class costs more.)
 local function split_refs(bv)

@@ -75,7 +75,12 @@ local function cover(K, hint, needs, ttl)
     fields[#fields + 1] = "@" .. suffix
   end
   local hint_inc, written, candidate = string.match(hint, "^([^;]*);([^;]*);(.*)$")
-  local have = redis.call("HMGET", K.bounds, unpack(fields))
+  local have = {}  -- (HMGET 4,000 fields at a time: unpack() fails beyond about 8,000)
+  for first = 1, #fields, 4000 do
+    local last = math.min(first + 3999, #fields)
+    local part = redis.call("HMGET", K.bounds, unpack(fields, first, last))
+    for j = 1, #part do have[#have + 1] = part[j] end
+  end
   local inc, fresh = have[1], not have[1]
   if fresh then  -- (its entries of an incarnation gone are no help: all of them are missing)
     inc = candidate
@@ -88,7 +93,7 @@ local function cover(K, hint, needs, ttl)
       ahead[suffix] = bound
     end
   end
-  local missing, record, recorded, new_run = {}, {}, 0, false
+  local missing, record, recorded, new_run = { "INDEX", inc }, {}, 0, false
   for j, suffix in ipairs(suffixes) do
     local want, bound, newest = needs[suffix], have[2 * j], have[2 * j + 1]
     if not (bound and parse_score(bound) >= want) then
@@ -107,8 +112,10 @@ local function cover(K, hint, needs, ttl)
       record[#record + 1] = score_arg(want)
     end
   end
-  if #missing > 0 then return { "INDEX", inc, unpack(missing) } end
-  if #record > 0 then redis.call("HSET", K.bounds, unpack(record)) end
+  if #missing > 2 then return missing end
+  for first = 1, #record, 4000 do  -- (field, value) pairs: 4,000 values keep them whole
+    redis.call("HSET", K.bounds, unpack(record, first, math.min(first + 3999, #record)))
+  end
   keep_alive(K.bounds, ttl, false)
   if new_run then forget_old_runs(K) end
   return nil, recorded

@@ -62,9 +62,7 @@ local function unlink_checkpoint(K, bi, ns, id)
   local cp = K.checkpoint(ns, id)
   local fields = record_fields(cp, "bv", "ix")
   local refs = split_refs(fields[1])
-  for first = 1, #refs, 4000 do
-    redis.call("SADD", bi, unpack(refs, first, math.min(first + 3999, #refs)))
-  end
+  add_members(bi, refs)
   unindex_checkpoint(K, ns, id, fields[2])
   redis.call("UNLINK", cp, K.writes(ns, id))
   return 4 + #refs
@@ -182,8 +180,7 @@ local function prune_swap(K, prefix, tag, G, ns)
   for _, id in ipairs(keep) do
     redis.call("ZADD", index, 0, id)
     if redis.call("EXISTS", K.writes(ns, id)) == 1 then redis.call("SADD", wi, id) end
-    local refs = split_refs(record_field(K.checkpoint(ns, id), "bv"))
-    if #refs > 0 then redis.call("SADD", G.ns_part("k", ns), unpack(refs)) end
+    add_members(G.ns_part("k", ns), split_refs(record_field(K.checkpoint(ns, id), "bv")))
   end
   for _, key in ipairs({ index, wi }) do copy_expiry(left, key) end
   redis.call("SADD", G.part("reap"), ns)
@@ -302,8 +299,7 @@ local function spare(K, ns, G, first)
     for _, dep in ipairs(delta_dependencies(K, ns, queue[head])) do
       used = used + 4
       if redis.call("SREM", doomed, dep) == 1 then
-        local refs = split_refs(record_field(K.checkpoint(ns, dep), "bv"))
-        if #refs > 0 then redis.call("SADD", live, unpack(refs)) end
+        add_members(live, split_refs(record_field(K.checkpoint(ns, dep), "bv")))
         queue[#queue + 1] = dep
       end
     end
@@ -357,8 +353,7 @@ local function reap_runs(K, prefix, tag, G, budget)
     for _, id in ipairs(ids) do
       if redis.call("SISMEMBER", doomed, id) == 0 then
         local fields = record_fields(K.checkpoint(ns, id), "p", "bv")
-        local refs = split_refs(fields[2])
-        if #refs > 0 then redis.call("SADD", live, unpack(refs)) end
+        add_members(live, split_refs(fields[2]))
         if fields[1] and redis.call("SISMEMBER", doomed, fields[1]) == 1 then
           used = used + spare(K, ns, G, id)
         end

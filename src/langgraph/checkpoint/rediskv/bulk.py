@@ -31,6 +31,9 @@ EXPORT_CHECKPOINTS = 150
 EXPORT_BYTES = 1 << 20
 # How many threads' calls go into one pipeline.
 BATCH_SIZE = 500
+# delete_for_runs: run ids per call (a call's work grows with them; a Lua table of more than
+# ~8,000 cannot be unpacked).
+RUN_CHUNK = 4000
 START_CURSOR: tuple[str, str, str, str] = ("0", "0", "", "")
 
 
@@ -58,13 +61,15 @@ def reap_call(core: SaverCore, tag: str, only: tuple[str, str] | None = None) ->
     )
 
 
-def job_call(core: SaverCore, name: str, thread_id: str, *extra: Arg) -> tuple[str, ScriptCall]:
+def job_call(
+    core: SaverCore, name: str, thread_id: str, *extra: Arg, budget: int = REAP_STEP
+) -> tuple[str, ScriptCall]:
     """The first call of a job: KEYS (root, runs, gc), ARGV (prefix, tag, budget, ...)."""
     from .core import ScriptCall
 
     tag = core.keys.tag(thread_id)
     keys = (core.keys.thread(tag), core.keys.runs(tag), core.keys.gc(tag))
-    return tag, ScriptCall(name, keys, (core.keys.prefix, tag, REAP_STEP, *extra))
+    return tag, ScriptCall(name, keys, (core.keys.prefix, tag, budget, *extra))
 
 
 def finish_reaping(core: SaverCore, thread_id: str) -> Op[None]:
@@ -125,6 +130,8 @@ def _delete_threads(core: SaverCore, thread_ids: list[str]) -> Op[None]:
 
 
 def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
+    from .core import Batch
+
     require_list(run_ids, "delete_for_runs' run_ids")
     if not run_ids:
         return
@@ -136,7 +143,18 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
         thread_ids = yield from core._threads_in_run_index([str(r) for r in run_ids])
     if thread_ids is None:
         thread_ids = yield from core._scan_thread_ids()
-    yield from run_jobs(core, (job_call(core, "delete_for_runs", t, *encoded) for t in thread_ids))
+    # many runs go a chunk per call; all but the last chunk only join the thread's job (budget
+    # 0), the last one starts the reaping (lua/delete_for_runs.lua)
+    chunks = [encoded[start : start + RUN_CHUNK] for start in range(0, len(encoded), RUN_CHUNK)]
+    for chunk in chunks[:-1]:
+        calls = [job_call(core, "delete_for_runs", t, *chunk, budget=0)[1] for t in thread_ids]
+        if len(calls) == 1:  # (a pipeline would load the scripts first)
+            yield calls[0]
+            continue
+        for start in range(0, len(calls), BATCH_SIZE):
+            yield Batch(calls[start : start + BATCH_SIZE])
+    last = chunks[-1]
+    yield from run_jobs(core, (job_call(core, "delete_for_runs", t, *last) for t in thread_ids))
 
 
 def set_thread_ttl(core: SaverCore, thread_id: str, seconds: int | None) -> Op[None]:

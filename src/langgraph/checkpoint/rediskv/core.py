@@ -1579,23 +1579,30 @@ class SaverCore:
         string, or a long one), a superset of those with a checkpoint of one of the runs;
         None when that index is not complete (see lua/run_threads.lua)."""
         found: set[str] = set()
-        for run_id in run_ids:
-            index = self.keys.metadata_index(
-                metadata_index_suffix("run_id", self.canonical(run_id))
+        # (index, where to read it on): the runs' first pages go in pipelines, not one round
+        # trip each (20,000 runs took 6 s)
+        pending: list[tuple[str, Arg]] = [
+            (self.keys.metadata_index(metadata_index_suffix("run_id", self.canonical(r))), "")
+            for r in run_ids
+        ]
+        while pending:
+            reading, pending = pending[: bulk.BATCH_SIZE], pending[bulk.BATCH_SIZE :]
+            replies = yield Batch(
+                [
+                    ScriptCall(
+                        "run_threads",
+                        (index, self.keys.unindexed_runs()),
+                        (self.keys.prefix, after, CANDIDATE_CHUNK),
+                    )
+                    for index, after in reading
+                ]
             )
-            after: Arg = ""
-            while True:
-                reply = yield ScriptCall(
-                    "run_threads",
-                    (index, self.keys.unindexed_runs()),
-                    (self.keys.prefix, after, CANDIDATE_CHUNK),
-                )
+            for (index, _), reply in zip(reading, replies, strict=True):
                 if reply == b"BUILDING":
                     return None
                 found.update(self.keys.thread_from_tag(tag.decode()) for tag in reply[1:])
-                if reply[0] is None:
-                    break
-                after = reply[0]
+                if reply[0] is not None:
+                    pending.append((index, reply[0]))
         return sorted(found)
 
     def _scan_thread_ids(self) -> Op[list[str]]:
