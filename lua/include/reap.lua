@@ -57,10 +57,16 @@ end
 
 -- Remove the keys of one checkpoint of a thread that goes whole (the run indexes go whole
 -- too, so they are not updated); its blob refs join the namespace's loose blobs, which are
--- unlinked after the checkpoints.
-local function unlink_checkpoint(K, bi, ns, id)
+-- unlinked after the checkpoints. A record that cannot be read goes too: the job then finds
+-- the blobs only it referenced by their key pattern (reap_unread_blobs).
+local function unlink_checkpoint(K, G, bi, ns, id)
   local cp = K.checkpoint(ns, id)
-  local fields = record_fields(cp, "bv", "ix")
+  local fields = readable_record_fields(cp, "bv", "ix")
+  if not fields then
+    redis.call("HSETNX", G.state, "scan", "0")
+    redis.call("UNLINK", cp, K.writes(ns, id))
+    return 4
+  end
   local refs = split_refs(fields[1])
   for first = 1, #refs, 4000 do
     redis.call("SADD", bi, unpack(refs, first, math.min(first + 3999, #refs)))
@@ -94,13 +100,13 @@ end
 
 -- Unlink every key of namespace ns, a chunk at a time. Returns the work done and whether the
 -- namespace is gone.
-local function reap_namespace(K, prefix, tag, ns, budget)
+local function reap_namespace(K, G, ns, budget)
   local used = 0
   local index, bi = K.index(ns), K.loose_blobs(ns)
   while used < budget do
     local ids = redis.call("ZRANGE", index, 0, 199)
     if #ids == 0 then break end
-    for _, id in ipairs(ids) do used = used + unlink_checkpoint(K, bi, ns, id) end
+    for _, id in ipairs(ids) do used = used + unlink_checkpoint(K, G, bi, ns, id) end
     redis.call("ZREM", index, unpack(ids))
   end
   while used < budget do  -- writes hashes, also those of no checkpoint
@@ -120,14 +126,38 @@ local function reap_namespace(K, prefix, tag, ns, budget)
   return used + 1, true
 end
 
+-- A delete that met a record it could not read (unlink_checkpoint) does not know the blobs
+-- only that record referenced: it unlinks every blob of the thread left, found by their key
+-- pattern, a SCAN of the keyspace in steps (the cursor in G scan). Only a delete: nothing
+-- writes to the thread while it is pending, and every blob of the thread is to go (a copy's
+-- job may be in a target that has blobs of its own). Returns the work done and whether the
+-- scan is over.
+local function reap_unread_blobs(K, G, budget)
+  local cursor = redis.call("HGET", G.state, "scan")
+  if not cursor then return 0, true end
+  local pattern = string.gsub(K.blob("", ""), "[%*%?%[%]\\]", "\\%0")
+  pattern = string.sub(pattern, 1, -2) .. "*"  -- (K.blob("", ""): P:blob:{T}::)
+  local used = 0
+  while used < budget do
+    local reply = redis.call("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+    for _, key in ipairs(reply[2]) do redis.call("UNLINK", key) end
+    -- (a SCAN step examines keys and writes none: a call examines about 20 times its budget)
+    used = used + 50 + #reply[2]
+    cursor = reply[1]
+    if cursor == "0" then return used, true end
+  end
+  redis.call("HSET", G.state, "scan", cursor)
+  return used, false
+end
+
 -- del / copy: a renamed thread root (G th) and runs set (G runs); the namespace keys keep
 -- their names (nothing can reach them: readers need the root, writers wait for the gc root).
-local function reap_whole(K, prefix, tag, G, budget)
+local function reap_whole(K, prefix, tag, G, budget, kind)
   local used = 0
   while used < budget do
     local ns = redis.call("SRANDMEMBER", G.part("th"))
     if not ns then break end
-    local spent, done = reap_namespace(K, prefix, tag, ns, budget - used)
+    local spent, done = reap_namespace(K, G, ns, budget - used)
     used = used + spent + 1
     if done then redis.call("SREM", G.part("th"), ns) end
   end
@@ -143,6 +173,10 @@ local function reap_whole(K, prefix, tag, G, budget)
       local spent = leave_threads_indexes(K, values, budget - used)
       used = used + spent
     end
+  end
+  if kind == "del" and used < budget then  -- (everything else is done)
+    local spent, done = reap_unread_blobs(K, G, budget - used)
+    return used + spent, done
   end
   return used, used < budget
 end
@@ -510,7 +544,7 @@ local function reap(prefix, tag, budget, only, token)
     if kind == "copy" then redis.call("HSET", G.state, "x", "1") end
     local spent, done
     if kind == "del" or kind == "copy" then
-      spent, done = reap_whole(K, prefix, tag, G, budget - used)
+      spent, done = reap_whole(K, prefix, tag, G, budget - used, kind)
     elseif kind == "prune" then
       spent, done = reap_prune(K, prefix, tag, G, budget - used)
     elseif kind == "runs" then

@@ -1,0 +1,135 @@
+"""A checkpoint record the scripts cannot parse (random bytes, a record cut short, one of the
+first string layout some earlier commits wrote) never blocks deletion.
+
+delete_thread removes every key of the thread, the unreadable records too (it finds a
+checkpoint by its key names, and the blobs only such a record referenced by the thread's blob
+key pattern), and the id is usable again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.keys import KeySchema, parse_record
+
+from .conftest import data_keys, keys_of, snapshot
+from .test_cli import Cli
+from .test_contract import cfg
+from .test_reference_compression import Chat
+
+
+def as_first_layout(packed: bytes) -> bytes:
+    """A record in the first string layout (3d03704): each field as
+    ``<name> NUL <length> NUL <value>``."""
+    return b"".join(
+        name + b"\0" + str(len(value)).encode() + b"\0" + value
+        for name, value in parse_record(packed).items()
+    )
+
+
+def noise(packed: bytes) -> bytes:
+    return b"x" + os.urandom(len(packed))  # ("x": random bytes may start as a field header)
+
+
+def truncated(packed: bytes) -> bytes:
+    """Cut in its last field (ck): the small fields the scripts read are whole, so deletes
+    and prunes remove it as any other; the client's parse and the checker's fail."""
+    return packed[: len(packed) - 7]
+
+
+# how a record is made unreadable: (its name, the new bytes from the old)
+CORRUPTIONS: list[tuple[str, Callable[[bytes], bytes]]] = [
+    ("random", noise),
+    ("truncated", truncated),
+    ("first layout", as_first_layout),
+]
+
+
+@pytest.fixture(params=[c[1] for c in CORRUPTIONS], ids=[c[0] for c in CORRUPTIONS])
+def corrupt(request: pytest.FixtureRequest) -> Callable[[bytes], bytes]:
+    return request.param  # type: ignore[no-any-return]
+
+
+def spoil(client: redis.Redis, key: str, corrupt: Callable[[bytes], bytes]) -> None:
+    packed = client.get(key)
+    assert isinstance(packed, bytes)
+    client.set(key, corrupt(packed), keepttl=True)
+
+
+def checkpoint_key(prefix: str, thread: str, checkpoint_id: str, ns: str = "") -> str:
+    return KeySchema(prefix).checkpoint(KeySchema.tag(thread), ns, checkpoint_id)
+
+
+def thread_keys(client: redis.Redis, prefix: str, thread: str) -> list[str]:
+    tag = KeySchema.tag(thread)
+    return [k for k in data_keys(client, prefix) if tag in k and ":mi:" not in k]
+
+
+def chat_with_unreadable(
+    saver: RedisSaver,
+    client: redis.Redis,
+    prefix: str,
+    corrupt: Callable[[bytes], bytes],
+    thread: str = "t",
+    turns: int = 5,
+    spoiled: int = 2,
+) -> tuple[Chat, str]:
+    """A chat of `turns` checkpoints over two runs, whose checkpoint `spoiled` (0-based) is
+    made unreadable; returns the chat and the record's key."""
+    chat = Chat(thread)
+    for turn in range(turns):
+        chat.turn(saver, "run-a" if turn < 3 else "run-b")
+    key = checkpoint_key(prefix, thread, chat.put[spoiled][0])
+    spoil(client, key, corrupt)
+    return chat, key
+
+
+def problems_of_unreadable(client: redis.Redis, prefix: str, key: str, turn: int) -> list[Any]:
+    """What check_invariants reports for the unreadable record `key` of a chat's turn: the
+    record, and its blobs (the turn's new values), which no record that can be read lists."""
+    blobs = keys_of(client, f"{prefix}:blob:*:{turn:08d}")
+    assert len(blobs) == 2  # (messages, turn)
+    return sorted(
+        [("unreadable record", key, False)]
+        + [("key not reachable from any index", blob, False) for blob in blobs],
+        key=lambda p: (p[1], p[0]),
+    )
+
+
+def test_delete_thread_removes_a_thread_with_an_unreadable_record(
+    saver: RedisSaver, client: redis.Redis, prefix: str, corrupt: Callable[[bytes], bytes]
+) -> None:
+    other = Chat("other")
+    other.turn(saver)
+    others = snapshot(client, f"{prefix}:*{KeySchema.tag('other')}*")
+    chat_with_unreadable(saver, client, prefix, corrupt)
+    saver.delete_thread("t")
+    assert thread_keys(client, prefix, "t") == []
+    assert snapshot(client, f"{prefix}:*{KeySchema.tag('other')}*") == others
+    # the id is usable again
+    again = Chat("t")
+    ids = [again.turn(saver) for _ in range(2)]
+    again.check(saver)
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == ids[::-1]
+    assert saver.check_invariants() == []
+
+
+def test_a_blob_only_an_unreadable_record_references_goes_with_the_thread(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    chat_with_unreadable(saver, client, prefix, noise, spoiled=4)
+    # the latest checkpoint's new messages blob is referenced by its record only
+    assert keys_of(client, f"{prefix}:blob:*:messages:00000005") != []
+    saver.delete_thread("t")
+    assert data_keys(client, prefix) == [f"{prefix}:mi:run_id:%22run-b%22"]
+    # an entry of a global metadata index the record had (its ix unread) stays, as for an
+    # expired checkpoint: readers skip it, and puts sweep it
+    assert list(saver.list(None, filter={"run_id": "run-b"})) == []
+    assert saver.check_invariants() == []
