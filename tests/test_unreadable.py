@@ -1,9 +1,10 @@
 """A checkpoint record the scripts cannot parse (random bytes, a record cut short, one of the
-first string layout some earlier commits wrote) never blocks deletion.
+first string layout some earlier commits wrote) never blocks deletion or diagnosis.
 
 delete_thread removes every key of the thread, the unreadable records too (it finds a
 checkpoint by its key names, and the blobs only such a record referenced by the thread's blob
-key pattern), and the id is usable again.
+key pattern), and the id is usable again. get_tuple and list name the record.
+check_invariants and ``rediskv doctor`` report "unreadable record <key>".
 """
 
 from __future__ import annotations
@@ -133,3 +134,48 @@ def test_a_blob_only_an_unreadable_record_references_goes_with_the_thread(
     # expired checkpoint: readers skip it, and puts sweep it
     assert list(saver.list(None, filter={"run_id": "run-b"})) == []
     assert saver.check_invariants() == []
+
+
+def test_reads_of_an_unreadable_record_name_it(
+    saver: RedisSaver, client: redis.Redis, prefix: str, corrupt: Callable[[bytes], bytes]
+) -> None:
+    chat, key = chat_with_unreadable(saver, client, prefix, corrupt)
+    spoiled = chat.put[2][0]
+    named = f"corrupt checkpoint record {key}: corrupt checkpoint record at byte "
+    with pytest.raises(ValueError, match=f"^{re.escape(named)}"):
+        saver.get_tuple(cfg("t", "", spoiled))
+    with pytest.raises(ValueError, match=f"^{re.escape(named)}"):
+        list(saver.list(cfg("t")))
+    with pytest.raises(ValueError, match=f"^{re.escape(named)}"):
+        list(saver.list(cfg("t"), filter={"source": "loop"}))
+    with pytest.raises(ValueError, match=f"^{re.escape(named)}"):
+        list(saver.list(None, filter={"run_id": "run-a"}))
+    # the others read as they were
+    chat.check(saver, [i for i, _ in chat.put if i != spoiled])
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"), limit=2)] == [
+        chat.put[4][0],
+        chat.put[3][0],
+    ]
+
+
+def test_check_invariants_reports_an_unreadable_record(
+    saver: RedisSaver, client: redis.Redis, prefix: str, corrupt: Callable[[bytes], bytes]
+) -> None:
+    _, key = chat_with_unreadable(saver, client, prefix, corrupt, spoiled=4)
+    problems = saver.check_invariants()
+    assert [(p.problem, p.key, p.stale) for p in problems] == problems_of_unreadable(
+        client, prefix, key, 5
+    )
+
+
+def test_doctor_reports_an_unreadable_record(
+    server_url: str, client: redis.Redis, prefix: str
+) -> None:
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        _, key = chat_with_unreadable(saver, client, prefix, noise)
+    result = Cli(server_url, prefix).run("doctor")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert f"  unreadable record: {key}" in lines
+    assert lines[-1] == "doctor found problems (exit code 2)"
