@@ -3,8 +3,10 @@ first string layout some earlier commits wrote) never blocks deletion or diagnos
 
 delete_thread removes every key of the thread, the unreadable records too (it finds a
 checkpoint by its key names, and the blobs only such a record referenced by the thread's blob
-key pattern), and the id is usable again. get_tuple and list name the record.
-check_invariants and ``rediskv doctor`` report "unreadable record <key>".
+key pattern), and the id is usable again. prune and delete_for_runs leave an unreadable
+checkpoint in place (removing it would leave the blobs only it references, and its index
+entries, where nothing finds them again) and finish their job. get_tuple and list name the
+record. check_invariants and ``rediskv doctor`` report "unreadable record <key>".
 """
 
 from __future__ import annotations
@@ -179,3 +181,54 @@ def test_doctor_reports_an_unreadable_record(
     lines = result.stdout.splitlines()
     assert f"  unreadable record: {key}" in lines
     assert lines[-1] == "doctor found problems (exit code 2)"
+
+
+def test_prune_leaves_an_unreadable_checkpoint_and_prunes_the_rest(
+    saver: RedisSaver, client: redis.Redis, prefix: str, corrupt: Callable[[bytes], bytes]
+) -> None:
+    chat, key = chat_with_unreadable(saver, client, prefix, corrupt)
+    saver.prune(["t"])
+    index = KeySchema(prefix).index(KeySchema.tag("t"), "")
+    assert keys_of(client, f"{prefix}:gc:*") == []
+    chat.check(saver, [chat.put[4][0]])
+    assert saver.get_tuple(cfg("t", "", chat.put[3][0])) is None
+    problems = [(p.problem, p.key, p.stale) for p in saver.check_invariants()]
+    if corrupt is truncated:  # the fields prune reads are whole: it goes as any other
+        assert client.zrange(index, 0, -1) == [chat.put[4][0].encode()]
+        assert problems == []
+    else:
+        assert client.zrange(index, 0, -1) == [chat.put[2][0].encode(), chat.put[4][0].encode()]
+        assert problems == problems_of_unreadable(client, prefix, key, 3)
+    saver.delete_thread("t")
+    assert thread_keys(client, prefix, "t") == []
+
+
+def test_prune_keeps_the_latest_readable_checkpoint_under_an_unreadable_one(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    chat, _ = chat_with_unreadable(saver, client, prefix, lambda p: b"x" + p, spoiled=4)
+    saver.prune(["t"])
+    index = KeySchema(prefix).index(KeySchema.tag("t"), "")
+    assert client.zrange(index, 0, -1) == [chat.put[3][0].encode(), chat.put[4][0].encode()]
+    chat.check(saver, [chat.put[3][0]])
+    assert keys_of(client, f"{prefix}:gc:*") == []
+
+
+def test_delete_for_runs_leaves_an_unreadable_checkpoint_and_deletes_the_rest(
+    saver: RedisSaver, client: redis.Redis, prefix: str, corrupt: Callable[[bytes], bytes]
+) -> None:
+    chat, key = chat_with_unreadable(saver, client, prefix, corrupt)
+    saver.delete_for_runs(["run-a"])
+    index = KeySchema(prefix).index(KeySchema.tag("t"), "")
+    assert keys_of(client, f"{prefix}:gc:*") == []
+    chat.check(saver, [chat.put[3][0], chat.put[4][0]])
+    assert saver.get_tuple(cfg("t", "", chat.put[0][0])) is None
+    problems = [(p.problem, p.key, p.stale) for p in saver.check_invariants()]
+    if corrupt is truncated:  # the fields it reads are whole: it goes as any other
+        assert client.zrange(index, 0, -1) == [i.encode() for i, _ in chat.put[3:]]
+        assert problems == []
+    else:
+        assert client.zrange(index, 0, -1) == [i.encode() for i, _ in chat.put[2:]]
+        assert problems == problems_of_unreadable(client, prefix, key, 3)
+    saver.delete_thread("t")
+    assert thread_keys(client, prefix, "t") == []

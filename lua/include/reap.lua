@@ -183,18 +183,25 @@ end
 
 -- prune (keep_latest), one namespace: swap in a fresh index holding only what stays (the
 -- latest checkpoint and the ancestors its delta channels read), so readers see the pruned
--- namespace at once; the old indexes become the job's and are reaped in steps.
+-- namespace at once; the old indexes become the job's and are reaped in steps. Checkpoints
+-- whose record cannot be read stay (see drop_checkpoint): the latest is the newest readable
+-- one, and those newer than it stay with it.
 local function prune_swap(K, prefix, tag, G, ns)
   local index, wi, bi = K.index(ns), K.writes_index(ns), K.loose_blobs(ns)
   local latest  -- the newest entry whose checkpoint is there (dangling entries may lead)
+  local unreadable = {}
   local seen, upper = 0, "+"
   while not latest and seen < 5000 do  -- about 2 ms at most
     local ids = redis.call("ZREVRANGEBYLEX", index, upper, "-", "LIMIT", 0, 500)
     if #ids == 0 then break end
     for _, id in ipairs(ids) do
-      if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
-        latest = id
-        break
+      local cp = K.checkpoint(ns, id)
+      if redis.call("EXISTS", cp) == 1 then
+        if readable_record_fields(cp, "p") then
+          latest = id
+          break
+        end
+        unreadable[#unreadable + 1] = id
       end
     end
     seen = seen + #ids
@@ -203,9 +210,9 @@ local function prune_swap(K, prefix, tag, G, ns)
   if not latest and seen >= 5000 then
     return 10 + seen  -- not found yet: keep the namespace as it is rather than guess
   end
-  local keep = {}
+  local keep = unreadable
   if latest then
-    keep[1] = latest
+    keep[#keep + 1] = latest
     for _, id in ipairs(delta_dependencies(K, ns, latest)) do keep[#keep + 1] = id end
   end
   local left = redis.call("PTTL", index)
@@ -216,7 +223,8 @@ local function prune_swap(K, prefix, tag, G, ns)
   for _, id in ipairs(keep) do
     redis.call("ZADD", index, 0, id)
     if redis.call("EXISTS", K.writes(ns, id)) == 1 then redis.call("SADD", wi, id) end
-    local refs = split_refs(record_field(K.checkpoint(ns, id), "bv"))
+    local fields = readable_record_fields(K.checkpoint(ns, id), "bv")
+    local refs = split_refs(fields and fields[1])
     if #refs > 0 then redis.call("SADD", G.ns_part("k", ns), unpack(refs)) end
   end
   for _, key in ipairs({ index, wi }) do copy_expiry(left, key) end
@@ -236,7 +244,12 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     for _, id in ipairs(ids) do
       if not redis.call("ZSCORE", index, id) then
         local refs = {}
-        drop_checkpoint(K, ns, id, refs)
+        if not drop_checkpoint(K, ns, id, refs) then  -- unreadable: it stays, with its writes
+          redis.call("ZADD", index, 0, id)
+          if redis.call("EXISTS", K.writes(ns, id)) == 1 then
+            redis.call("SADD", K.writes_index(ns), id)
+          end
+        end
         for ref in pairs(refs) do redis.call("SADD", dropped, ref) end  -- candidates
         used = used + 8
       end
@@ -336,7 +349,8 @@ local function spare(K, ns, G, first)
     for _, dep in ipairs(delta_dependencies(K, ns, queue[head])) do
       used = used + 4
       if redis.call("SREM", doomed, dep) == 1 then
-        local refs = split_refs(record_field(K.checkpoint(ns, dep), "bv"))
+        local fields = readable_record_fields(K.checkpoint(ns, dep), "bv")
+        local refs = split_refs(fields and fields[1])
         if #refs > 0 then redis.call("SADD", live, unpack(refs)) end
         queue[#queue + 1] = dep
       end
@@ -363,7 +377,8 @@ local function reap_runs(K, prefix, tag, G, budget)
       -- an entry whose record now names another run is stale (a record replaced by an
       -- earlier version's copy kept it): the checkpoint is not this run's
       local cp = K.checkpoint(ns, id)
-      if record_field(cp, "r") ~= run and redis.call("EXISTS", cp) == 1 then
+      local fields = readable_record_fields(cp, "r")  -- (unreadable: taken as the run's)
+      if fields and fields[1] ~= run and redis.call("EXISTS", cp) == 1 then
         redis.call("SREM", K.run(run), member)
       else
         redis.call("SADD", G.ns_part("d", ns), id)
@@ -390,7 +405,8 @@ local function reap_runs(K, prefix, tag, G, budget)
     local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)
     for _, id in ipairs(ids) do
       if redis.call("SISMEMBER", doomed, id) == 0 then
-        local fields = record_fields(K.checkpoint(ns, id), "p", "bv")
+        -- (unreadable: its blobs and parent unknown; it stays, see drop_checkpoint)
+        local fields = readable_record_fields(K.checkpoint(ns, id), "p", "bv") or {}
         local refs = split_refs(fields[2])
         if #refs > 0 then redis.call("SADD", live, unpack(refs)) end
         if fields[1] and redis.call("SISMEMBER", doomed, fields[1]) == 1 then
