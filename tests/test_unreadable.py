@@ -5,8 +5,10 @@ delete_thread removes every key of the thread, the unreadable records too (it fi
 checkpoint by its key names, and the blobs only such a record referenced by the thread's blob
 key pattern), and the id is usable again. prune and delete_for_runs leave an unreadable
 checkpoint in place (removing it would leave the blobs only it references, and its index
-entries, where nothing finds them again) and finish their job. get_tuple and list name the
-record. check_invariants and ``rediskv doctor`` report "unreadable record <key>".
+entries, where nothing finds them again) and finish their job. copy_thread refuses with an
+error that names the record, leaving the source untouched and the target as it was.
+get_tuple and list name the record. check_invariants and ``rediskv doctor`` report
+"unreadable record <key>".
 """
 
 from __future__ import annotations
@@ -232,3 +234,17 @@ def test_delete_for_runs_leaves_an_unreadable_checkpoint_and_deletes_the_rest(
         assert problems == problems_of_unreadable(client, prefix, key, 3)
     saver.delete_thread("t")
     assert thread_keys(client, prefix, "t") == []
+
+
+def test_copy_thread_refuses_a_source_with_an_unreadable_record(
+    saver: RedisSaver, client: redis.Redis, prefix: str, corrupt: Callable[[bytes], bytes]
+) -> None:
+    _, key = chat_with_unreadable(saver, client, prefix, corrupt)
+    target = Chat("target")
+    target.turn(saver)
+    before = snapshot(client, f"{prefix}:*")
+    for target_id in ("target", "new"):  # onto a thread that exists, and a new one
+        refused = f"^copy of 't' to '{target_id}' refused: unreadable record {re.escape(key)} "
+        with pytest.raises(ValueError, match=refused):
+            saver.copy_thread("t", target_id)
+        assert snapshot(client, f"{prefix}:*") == before
