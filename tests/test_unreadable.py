@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 import redis
+from redis.cluster import RedisCluster
 
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, parse_record
 
-from .conftest import data_keys, keys_of, snapshot
+from .conftest import LocalCluster, data_keys, keys_of, new_prefix, snapshot
 from .test_cli import Cli
 from .test_contract import cfg
 from .test_reference_compression import Chat
@@ -248,3 +249,26 @@ def test_copy_thread_refuses_a_source_with_an_unreadable_record(
         with pytest.raises(ValueError, match=refused):
             saver.copy_thread("t", target_id)
         assert snapshot(client, f"{prefix}:*") == before
+
+
+def test_delete_thread_on_a_cluster_finds_the_blobs_by_pattern(local_cluster: LocalCluster) -> None:
+    """The blob fallback's SCAN runs on the node of the thread's slot: it sees the keys of
+    that node's other slots too, and unlinks only the thread's (the pattern has its tag)."""
+    prefix = new_prefix()
+    client = RedisCluster.from_url(local_cluster.url)
+    try:
+        with RedisSaver(local_cluster.url, prefix=prefix, cluster=True) as saver:
+            other = Chat("other")
+            other.turn(saver)
+            chat_with_unreadable(saver, client, prefix, noise, spoiled=4)  # type: ignore[arg-type]
+            saver.delete_thread("t")
+            keys = sorted(k.decode() for k in client.scan_iter(match=f"{prefix}:*"))
+            assert [k for k in keys if "{t}" in k] == []
+            assert any("{other}" in k for k in keys)
+            assert saver.check_invariants() == []
+            Chat("t").turn(saver)
+            assert saver.get_tuple(cfg("t")) is not None
+    finally:
+        for key in client.scan_iter(match=f"{prefix}:*"):
+            client.unlink(key)
+        client.close()
