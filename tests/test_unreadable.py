@@ -272,3 +272,23 @@ def test_delete_thread_on_a_cluster_finds_the_blobs_by_pattern(local_cluster: Lo
         for key in client.scan_iter(match=f"{prefix}:*"):
             client.unlink(key)
         client.close()
+
+
+def test_a_thread_an_earlier_delete_left_hidden_is_reaped_and_usable(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """What a delete_thread of an earlier version left when it met an unreadable record: the
+    root and runs renamed into job del:1 of the gc root, every other key in place. The next
+    put of the id reaps that job (the record without reading it) and is stored."""
+    chat_with_unreadable(saver, client, prefix, noise)
+    schema, tag = KeySchema(prefix), KeySchema.tag("t")
+    client.sadd(schema.gc(tag), "del:1")
+    client.rename(schema.thread(tag), f"{schema.gc(tag)}:1:th")
+    client.rename(schema.runs(tag), f"{schema.gc(tag)}:1:runs")
+    assert saver.get_tuple(cfg("t")) is None  # hidden
+    again = Chat("t")
+    again.turn(saver)
+    again.check(saver)
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [again.put[0][0]]
+    assert keys_of(client, f"{prefix}:gc:*") == []
+    assert saver.check_invariants() == []
