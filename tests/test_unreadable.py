@@ -292,3 +292,18 @@ def test_a_thread_an_earlier_delete_left_hidden_is_reaped_and_usable(
     assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [again.put[0][0]]
     assert keys_of(client, f"{prefix}:gc:*") == []
     assert saver.check_invariants() == []
+
+
+def test_set_thread_ttl_finishes_over_an_unreadable_record(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """The ttl job gives the record its expiry without reading it, and leaves no job behind
+    (one left would make every later write of the thread wait for it)."""
+    chat, key = chat_with_unreadable(saver, client, prefix, noise)
+    saver.set_thread_ttl("t", 2)  # minutes
+    assert keys_of(client, f"{prefix}:gc:*") == []
+    assert 0 < client.ttl(key) <= 120
+    latest = KeySchema(prefix).checkpoint(KeySchema.tag("t"), "", chat.put[4][0])
+    assert 0 < client.ttl(latest) <= 120
+    chat.turn(saver)
+    chat.check(saver, [chat.put[5][0]])

@@ -481,7 +481,8 @@ local function reap_ttl(K, prefix, tag, G, budget)
       local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)
       for _, id in ipairs(ids) do
         local cp = K.checkpoint(ns, id)
-        local fields = record_fields(cp, "bv", "ix")
+        -- (unreadable: its own keys get the expiry; its blobs and indexes are unknown)
+        local fields = readable_record_fields(cp, "bv", "ix") or {}
         apply(cp)
         apply(K.writes(ns, id))
         for _, ref in ipairs(split_refs(fields[1])) do apply(K.blob(ns, ref)) end
