@@ -26,7 +26,8 @@
     "thread missing from a threads-by-value index", "threads-by-value index scores the
     thread below a checkpoint", "threads-by-value index missing from the thread's values",
     "checkpoint not covered by its thread's list bounds", "thread's newest score in a list
-    below a checkpoint"
+    below a checkpoint", "unreadable record" (a record the scripts cannot parse: its blobs
+    and index entries are not checked)
   and the cursor (4 strings) goes on, nil when this walk is done.
 ]]
 -- @include keyschema
@@ -79,8 +80,13 @@ local function visit(ns, at)
       local ids = redis.call("ZRANGE", index, lower, "+", "BYLEX", "LIMIT", 0, 100)
       for _, id in ipairs(ids) do
         local cp = K.checkpoint(ns, id)
-        if reach(cp) then
-          local fields = record_fields(cp, "bv", "ix")
+        -- the whole record is parsed: a record cut short in its last field is unreadable too
+        local readable, rec = true, nil
+        if reach(cp) then readable, rec = pcall(record, cp) end
+        if not readable then
+          report("unreadable record", cp)
+        elseif rec then
+          local fields = { rec.bv or false, rec.ix or false }
           local refs, listed = split_refs(fields[1]), {}
           for _, ref in ipairs(refs) do listed[ref] = true end
           for _, ref in ipairs(refs) do
@@ -114,7 +120,7 @@ local function visit(ns, at)
           end
           if lists_ready then  -- a cluster's lists hold the thread (include/lists.lua)
             local needs = {}
-            for name, value in pairs(record(cp)) do
+            for name, value in pairs(rec) do
               if name ~= "r" then add_list_needs(needs, name, value, id) end  -- (runs: see
             end                                          -- forget_old_runs; checked by the client)
             for suffix, score in pairs(needs) do

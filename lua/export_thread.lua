@@ -11,6 +11,7 @@
   ARGV[3..6]  the cursor (see include/walk.lua): "0", "0", "", "" to start
   ARGV[7]  at most this many checkpoints per call
   ARGV[8]  and about this many bytes of values
+  ARGV[9]  (optional) "check": only read the records, reply no records (the cursor alone)
 
   Reply: { cursor | nil, records ... } where the cursor (4 strings) goes on, nil at the end,
   and each record is one of
@@ -18,6 +19,8 @@
     "c", ns, id, n, then n field/value pairs of the checkpoint hash
     "w", ns, id, n, then n field/value pairs of its writes hash
   Only checkpoints in their namespace index are exported, with their writes and blobs.
+  A record that cannot be read (corrupt, of a layout no version reads) ends the walk: the
+  reply is then { nil, "u", its key }, and copy_thread refuses the copy.
 ]]
 -- @include keyschema
 -- @include record
@@ -25,7 +28,9 @@
 
 local K = keyspace(ARGV[1], ARGV[2])
 local max_count, max_bytes = tonumber(ARGV[7]), tonumber(ARGV[8])
+local check_only = ARGV[9] == "check"
 local out, count, bytes = { false }, 0, 0
+local unreadable = nil  -- the key of a record that cannot be read
 local function push_hash(kind, ns, id, flat)
   out[#out + 1] = kind
   out[#out + 1] = ns
@@ -45,8 +50,14 @@ local function visit(ns, at)
     local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, want)
     for _, id in ipairs(ids) do
       at = id
-      local flat = record_flat(K.checkpoint(ns, id))
-      if #flat > 0 then
+      local readable, flat = pcall(record_flat, K.checkpoint(ns, id))
+      if not readable then
+        unreadable = K.checkpoint(ns, id)
+        return at
+      end
+      if check_only then
+        count = count + 1
+      elseif #flat > 0 then
         for j = 1, #flat, 2 do
           if flat[j] == "bv" then
             for _, ref in ipairs(split_refs(flat[j + 1])) do
@@ -77,5 +88,6 @@ local function visit(ns, at)
 end
 
 local cursor = walk_namespaces(KEYS[1], { ARGV[3], ARGV[4], ARGV[5], ARGV[6] }, visit)
+if unreadable then return { false, "u", unreadable } end
 out[1] = cursor or false
 return out

@@ -142,8 +142,10 @@ while #heap > 0 and taken < page and examined < budget do
     local record
     if not ids_only then
       record = load_checkpoint(K, s.ns, id, 0)
-    elseif not record_field(K.checkpoint(s.ns, id), "h") then
-      record = { s.ns, id }
+    else
+      local fields = readable_record_fields(K.checkpoint(s.ns, id), "h")
+      -- (unreadable: listed; a read of it names the record)
+      if not (fields and fields[1]) then record = { s.ns, id } end
     end
     if record then
       reply[#reply + 1] = record

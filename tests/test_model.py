@@ -26,6 +26,10 @@ Rules (each a hypothesis ``@rule``):
 - ``delete_thread``, ``delete_for_runs``, ``copy_thread`` (to a fresh thread or onto an existing
   one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
   ``set_thread_ttl``.
+- ``corrupt_record``: a live checkpoint's record becomes unreadable (noise, cut short, or in
+  the first string layout); reading it is a ValueError that names it, check_invariants
+  reports it, a prune, delete_for_runs or copy_thread then leaves it (the copy refuses, naming
+  it), and delete_thread removes the whole thread (the oracle: no key of it is left).
 - ``recreate``: close the saver and open another on the same prefix with another ``ttl`` (None,
   30/60/120 s, refresh_on_read or not), ``index_metadata`` (default, or with user_id) and
   ``keep_last`` (None, 1 or 3: after every put, the checkpoints older than the newest
@@ -75,6 +79,7 @@ import asyncio
 import copy
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,7 +102,8 @@ from langgraph.checkpoint.base.id import uuid6
 from redis.cluster import RedisCluster
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, core
-from langgraph.checkpoint.rediskv.keys import decode_part
+from langgraph.checkpoint.rediskv.check import ORPHAN
+from langgraph.checkpoint.rediskv.keys import decode_part, parse_record
 
 from .clock import advance_time
 from .conftest import LocalCluster, PrivateServer, new_prefix, slot_moving
@@ -902,6 +908,73 @@ class SaverMachine(RuleBasedStateMachine):
                 if cp.ns not in latest or cp.id > latest[cp.ns].id:
                     latest[cp.ns] = cp
             th.cps = {(cp.ns, cp.id): cp for cp in latest.values()}
+
+    @precondition(lambda self: any(th.cps for th in self.threads.values()))
+    @rule(
+        pick=picks,
+        how=st.sampled_from(("noise", "cut", "first layout")),
+        noise=st.binary(min_size=1, max_size=300),
+        then=st.sampled_from(("delete_thread", "prune", "delete_for_runs", "copy_thread")),
+        onto=picks,
+    )
+    def corrupt_record(self, pick: int, how: str, noise: bytes, then: str, onto: int) -> None:
+        live = [(th, cp) for th in self.threads.values() for cp in th.cps.values() if self.must(cp)]
+        if not live:
+            return
+        th, cp = live[pick % len(live)]
+        keys = self.saver._core.keys
+        key = keys.checkpoint(keys.tag(th.id), cp.ns, cp.id)
+        packed = self.client.get(key)
+        assert isinstance(packed, bytes), key
+        if how == "noise":
+            spoiled = b"x" + noise  # (not a field header)
+        elif how == "cut":
+            spoiled = packed[:-3]
+        else:  # the first string layout: <name> NUL <length> NUL <value>
+            spoiled = b"".join(
+                b"%s\0%d\0%s" % (name, len(value), value)
+                for name, value in parse_record(packed).items()
+            )
+        self.client.set(key, spoiled, keepttl=True)
+        named = f"^corrupt checkpoint record {re.escape(key)}: "
+        with pytest.raises(ValueError, match=named):
+            self.prober.get_tuple(cfg(th.id, cp.ns, cp.id))
+        # the checker names it; the blobs only it listed are keys no index leads to
+        problems = [(p.problem, p.key) for p in self.saver.check_invariants() if not p.stale]
+        if ("unreadable record", key) not in problems:
+            fail("corrupt_record.unreported", f"{key}: {problems[:8]}")
+        tag = keys.tag(th.id)
+        others = [p for p in problems if p != ("unreadable record", key)]
+        if any(problem != ORPHAN or f":blob:{tag}:" not in k for problem, k in others):
+            fail("corrupt_record.problems", f"{key}: {others[:8]}")
+        if then == "prune":
+            self.saver.prune([th.id])
+        elif then == "delete_for_runs":
+            run = cp.metadata.get("run_id", "run-x")
+            self.saver.delete_for_runs([run])
+            for other in self.threads.values():
+                if other is not th:
+                    for k, c in list(other.cps.items()):
+                        if c.metadata.get("run_id") == run:
+                            del other.cps[k]
+        elif then == "copy_thread":
+            others_th = [t for t in self.threads.values() if t is not th]
+            dst = others_th[onto % len(others_th)]
+            before = {k: self.client.dump(k) for k in self.keys_by_thread()[1][dst.id]}
+            with pytest.raises(ValueError, match=f"refused: unreadable record {re.escape(key)}"):
+                self.saver.copy_thread(th.id, dst.id)
+            after = {k: self.client.dump(k) for k in self.keys_by_thread()[1][dst.id]}
+            if after != before:
+                fail("corrupt_record.copy", f"the target {dst.id!r} changed")
+        if then != "delete_thread":
+            # the job is done (no gc root left), and a record whose small fields cannot be
+            # read is where it was (one cut in its last field is read and removed as any)
+            if self.client.exists(keys.gc(tag)):
+                fail(f"corrupt_record.{then}", f"{key}: a job left")
+            if how != "cut" and self.client.get(key) != spoiled:
+                fail(f"corrupt_record.{then}", f"{key} changed")
+        self.saver.delete_thread(th.id)
+        self.reset(th)  # the oracle: no key of the thread is left
 
     # -- expiry ------------------------------------------------------------------------------
     def renew_all(self, th: Thread, ttl: float) -> None:

@@ -40,16 +40,25 @@ end
 -- older checkpoint holds anything for it. When the checkpoint's counters cannot be read, the
 -- whole parent chain. A parent id seen twice (a cycle, which LangGraph never writes) ends it.
 local function delta_dependencies(K, ns, id)
-  local open, count = unsnapshotted_channels(K, ns, id)
   local chain, needed = {}, 0
-  if open ~= nil and count == 0 then return chain end
+  local readable, open, count = pcall(unsnapshotted_channels, K, ns, id)
+  -- a record that cannot be read has no state to rebuild (get_tuple names it)
+  if not readable or open ~= nil and count == 0 then return chain end
   local by_enc = {}
   for name in pairs(open or {}) do by_enc[enc(name)] = name end
   local seen = { [id] = true }
   local cursor = record_field(K.checkpoint(ns, id), "p")
   while cursor and not seen[cursor] do
     local cp = K.checkpoint(ns, cursor)
-    local rec = open and record(cp)  -- (without open channels, only the parent is read)
+    local rec = nil  -- (without open channels, only the parent is read)
+    if open then
+      readable, rec = pcall(record, cp)
+      if not readable then  -- an ancestor that cannot be read stays: the walk ends at it
+        chain[#chain + 1] = cursor
+        needed = #chain
+        break
+      end
+    end
     if rec and next(rec) == nil or not rec and redis.call("EXISTS", cp) == 0 then break end
     seen[cursor] = true
     chain[#chain + 1] = cursor
@@ -72,7 +81,16 @@ local function delta_dependencies(K, ns, id)
       end
       if count == 0 then break end
     end
-    if rec then cursor = rec.p else cursor = record_field(cp, "p") end
+    if rec then
+      cursor = rec.p
+    else
+      local parent = readable_record_fields(cp, "p")
+      if not parent then  -- (it stays: see above)
+        needed = #chain
+        break
+      end
+      cursor = parent[1]
+    end
   end
   for i = #chain, needed + 1, -1 do chain[i] = nil end
   return chain

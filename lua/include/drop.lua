@@ -2,16 +2,20 @@
 
 -- Remove one checkpoint with its writes and every index entry that points at it. Adds the
 -- refs of the blobs it used to `refs` (a set); whether a blob can go is decided by gc_blobs,
--- because other checkpoints of the namespace may share it.
+-- because other checkpoints of the namespace may share it. A checkpoint whose record cannot
+-- be read stays as it is (false): its blob refs and index entries are unknown, and removing
+-- it would leave them where nothing finds them again; a delete of the thread removes it.
 local function drop_checkpoint(K, ns, id, refs)
   local cp = K.checkpoint(ns, id)
-  local fields = record_fields(cp, "bv", "r", "ix")
+  local fields = readable_record_fields(cp, "bv", "r", "ix")
+  if not fields then return false end
   for _, ref in ipairs(split_refs(fields[1])) do refs[ref] = true end
   unindex_checkpoint(K, ns, id, fields[3])
   if fields[2] then unindex_run(K, K.runs, fields[2], ns, id) end
   redis.call("UNLINK", cp, K.writes(ns, id))
   redis.call("SREM", K.writes_index(ns), id)
   redis.call("ZREM", K.index(ns), id)
+  return true
 end
 
 -- Unlink the candidate blobs of a namespace that no remaining checkpoint references.

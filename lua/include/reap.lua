@@ -57,10 +57,16 @@ end
 
 -- Remove the keys of one checkpoint of a thread that goes whole (the run indexes go whole
 -- too, so they are not updated); its blob refs join the namespace's loose blobs, which are
--- unlinked after the checkpoints.
-local function unlink_checkpoint(K, bi, ns, id)
+-- unlinked after the checkpoints. A record that cannot be read goes too: the job then finds
+-- the blobs only it referenced by their key pattern (reap_unread_blobs).
+local function unlink_checkpoint(K, G, bi, ns, id)
   local cp = K.checkpoint(ns, id)
-  local fields = record_fields(cp, "bv", "ix")
+  local fields = readable_record_fields(cp, "bv", "ix")
+  if not fields then
+    redis.call("HSETNX", G.state, "scan", "0")
+    redis.call("UNLINK", cp, K.writes(ns, id))
+    return 4
+  end
   local refs = split_refs(fields[1])
   add_members(bi, refs)
   unindex_checkpoint(K, ns, id, fields[2])
@@ -92,13 +98,13 @@ end
 
 -- Unlink every key of namespace ns, a chunk at a time. Returns the work done and whether the
 -- namespace is gone.
-local function reap_namespace(K, prefix, tag, ns, budget)
+local function reap_namespace(K, G, ns, budget)
   local used = 0
   local index, bi = K.index(ns), K.loose_blobs(ns)
   while used < budget do
     local ids = redis.call("ZRANGE", index, 0, 199)
     if #ids == 0 then break end
-    for _, id in ipairs(ids) do used = used + unlink_checkpoint(K, bi, ns, id) end
+    for _, id in ipairs(ids) do used = used + unlink_checkpoint(K, G, bi, ns, id) end
     redis.call("ZREM", index, unpack(ids))
   end
   while used < budget do  -- writes hashes, also those of no checkpoint
@@ -118,14 +124,39 @@ local function reap_namespace(K, prefix, tag, ns, budget)
   return used + 1, true
 end
 
+-- A delete that met a record it could not read (unlink_checkpoint) does not know the blobs
+-- only that record referenced: it unlinks every blob of the thread left, found by their key
+-- pattern, a SCAN of the keyspace in steps (the cursor in G scan). Only a delete: nothing
+-- writes to the thread while it is pending, and every blob of the thread is to go (a copy's
+-- job may be in a target that has blobs of its own). Returns the work done and whether the
+-- scan is over.
+local function reap_unread_blobs(K, G, budget)
+  local cursor = redis.call("HGET", G.state, "scan")
+  if not cursor then return 0, true end
+  local pattern = string.gsub(K.blob("", ""), "[%*%?%[%]\\]", "\\%0")
+  pattern = string.sub(pattern, 1, -2) .. "*"  -- (K.blob("", ""): P:blob:{T}::)
+  local used = 0
+  while used < budget do
+    local reply = redis.call("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+    for _, key in ipairs(reply[2]) do redis.call("UNLINK", key) end
+    -- (a step examines about 1,000 keys and writes none: a call of budget 1,000 took 18 ms at
+    -- most in a store of 200,000 keys, on Redis 7)
+    used = used + 100 + #reply[2]
+    cursor = reply[1]
+    if cursor == "0" then return used, true end
+  end
+  redis.call("HSET", G.state, "scan", cursor)
+  return used, false
+end
+
 -- del / copy: a renamed thread root (G th) and runs set (G runs); the namespace keys keep
 -- their names (nothing can reach them: readers need the root, writers wait for the gc root).
-local function reap_whole(K, prefix, tag, G, budget)
+local function reap_whole(K, prefix, tag, G, budget, kind)
   local used = 0
   while used < budget do
     local ns = redis.call("SRANDMEMBER", G.part("th"))
     if not ns then break end
-    local spent, done = reap_namespace(K, prefix, tag, ns, budget - used)
+    local spent, done = reap_namespace(K, G, ns, budget - used)
     used = used + spent + 1
     if done then redis.call("SREM", G.part("th"), ns) end
   end
@@ -142,23 +173,34 @@ local function reap_whole(K, prefix, tag, G, budget)
       used = used + spent
     end
   end
+  if kind == "del" and used < budget then  -- (everything else is done)
+    local spent, done = reap_unread_blobs(K, G, budget - used)
+    return used + spent, done
+  end
   return used, used < budget
 end
 
 -- prune (keep_latest), one namespace: swap in a fresh index holding only what stays (the
 -- latest checkpoint and the ancestors its delta channels read), so readers see the pruned
--- namespace at once; the old indexes become the job's and are reaped in steps.
+-- namespace at once; the old indexes become the job's and are reaped in steps. Checkpoints
+-- whose record cannot be read stay (see drop_checkpoint): the latest is the newest readable
+-- one, and those newer than it stay with it.
 local function prune_swap(K, prefix, tag, G, ns)
   local index, wi, bi = K.index(ns), K.writes_index(ns), K.loose_blobs(ns)
   local latest  -- the newest entry whose checkpoint is there (dangling entries may lead)
+  local unreadable = {}
   local seen, upper = 0, "+"
   while not latest and seen < 5000 do  -- about 2 ms at most
     local ids = redis.call("ZREVRANGEBYLEX", index, upper, "-", "LIMIT", 0, 500)
     if #ids == 0 then break end
     for _, id in ipairs(ids) do
-      if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
-        latest = id
-        break
+      local cp = K.checkpoint(ns, id)
+      if redis.call("EXISTS", cp) == 1 then
+        if readable_record_fields(cp, "p") then
+          latest = id
+          break
+        end
+        unreadable[#unreadable + 1] = id
       end
     end
     seen = seen + #ids
@@ -167,9 +209,9 @@ local function prune_swap(K, prefix, tag, G, ns)
   if not latest and seen >= 5000 then
     return 10 + seen  -- not found yet: keep the namespace as it is rather than guess
   end
-  local keep = {}
+  local keep = unreadable
   if latest then
-    keep[1] = latest
+    keep[#keep + 1] = latest
     for _, id in ipairs(delta_dependencies(K, ns, latest)) do keep[#keep + 1] = id end
   end
   local left = redis.call("PTTL", index)
@@ -180,7 +222,8 @@ local function prune_swap(K, prefix, tag, G, ns)
   for _, id in ipairs(keep) do
     redis.call("ZADD", index, 0, id)
     if redis.call("EXISTS", K.writes(ns, id)) == 1 then redis.call("SADD", wi, id) end
-    add_members(G.ns_part("k", ns), split_refs(record_field(K.checkpoint(ns, id), "bv")))
+    local fields = readable_record_fields(K.checkpoint(ns, id), "bv")
+    add_members(G.ns_part("k", ns), split_refs(fields and fields[1]))
   end
   for _, key in ipairs({ index, wi }) do copy_expiry(left, key) end
   redis.call("SADD", G.part("reap"), ns)
@@ -199,7 +242,12 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     for _, id in ipairs(ids) do
       if not redis.call("ZSCORE", index, id) then
         local refs = {}
-        drop_checkpoint(K, ns, id, refs)
+        if not drop_checkpoint(K, ns, id, refs) then  -- unreadable: it stays, with its writes
+          redis.call("ZADD", index, 0, id)
+          if redis.call("EXISTS", K.writes(ns, id)) == 1 then
+            redis.call("SADD", K.writes_index(ns), id)
+          end
+        end
         for ref in pairs(refs) do redis.call("SADD", dropped, ref) end  -- candidates
         used = used + 8
       end
@@ -299,7 +347,8 @@ local function spare(K, ns, G, first)
     for _, dep in ipairs(delta_dependencies(K, ns, queue[head])) do
       used = used + 4
       if redis.call("SREM", doomed, dep) == 1 then
-        add_members(live, split_refs(record_field(K.checkpoint(ns, dep), "bv")))
+        local fields = readable_record_fields(K.checkpoint(ns, dep), "bv")
+        add_members(live, split_refs(fields and fields[1]))
         queue[#queue + 1] = dep
       end
     end
@@ -325,7 +374,8 @@ local function reap_runs(K, prefix, tag, G, budget)
       -- an entry whose record now names another run is stale (a record replaced by an
       -- earlier version's copy kept it): the checkpoint is not this run's
       local cp = K.checkpoint(ns, id)
-      if record_field(cp, "r") ~= run and redis.call("EXISTS", cp) == 1 then
+      local fields = readable_record_fields(cp, "r")  -- (unreadable: taken as the run's)
+      if fields and fields[1] ~= run and redis.call("EXISTS", cp) == 1 then
         redis.call("SREM", K.run(run), member)
       else
         redis.call("SADD", G.ns_part("d", ns), id)
@@ -352,7 +402,8 @@ local function reap_runs(K, prefix, tag, G, budget)
     local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)
     for _, id in ipairs(ids) do
       if redis.call("SISMEMBER", doomed, id) == 0 then
-        local fields = record_fields(K.checkpoint(ns, id), "p", "bv")
+        -- (unreadable: its blobs and parent unknown; it stays, see drop_checkpoint)
+        local fields = readable_record_fields(K.checkpoint(ns, id), "p", "bv") or {}
         add_members(live, split_refs(fields[2]))
         if fields[1] and redis.call("SISMEMBER", doomed, fields[1]) == 1 then
           used = used + spare(K, ns, G, id)
@@ -425,7 +476,8 @@ local function reap_ttl(K, prefix, tag, G, budget)
       local ids = redis.call("ZRANGE", K.index(ns), lower, "+", "BYLEX", "LIMIT", 0, 200)
       for _, id in ipairs(ids) do
         local cp = K.checkpoint(ns, id)
-        local fields = record_fields(cp, "bv", "ix")
+        -- (unreadable: its own keys get the expiry; its blobs and indexes are unknown)
+        local fields = readable_record_fields(cp, "bv", "ix") or {}
         apply(cp)
         apply(K.writes(ns, id))
         for _, ref in ipairs(split_refs(fields[1])) do apply(K.blob(ns, ref)) end
@@ -505,7 +557,7 @@ local function reap(prefix, tag, budget, only, token)
     if kind == "copy" then redis.call("HSET", G.state, "x", "1") end
     local spent, done
     if kind == "del" or kind == "copy" then
-      spent, done = reap_whole(K, prefix, tag, G, budget - used)
+      spent, done = reap_whole(K, prefix, tag, G, budget - used, kind)
     elseif kind == "prune" then
       spent, done = reap_prune(K, prefix, tag, G, budget - used)
     elseif kind == "runs" then

@@ -184,6 +184,15 @@ local function record_field(key, name)
   return record(key, { [name] = true })[name] or false
 end
 
+-- record_fields(), or nil when the record cannot be read: corrupt, of a layout no version
+-- reads any more, or a key of another type. Deleting and checking must not stop at such a
+-- record (a script that raises midway keeps what it wrote: Lua is not rolled back).
+local function readable_record_fields(key, ...)
+  local ok, fields = pcall(record_fields, key, ...)
+  if ok then return fields end
+  return nil
+end
+
 -- Write a record whole from a flat list { name, value, ... } (its expiry is the caller's).
 local function write_record(key, flat)
   redis.call("SET", key, pack_record(flat))

@@ -3,22 +3,19 @@
 -- The small fields of a record string that load_checkpoint reads (the small fields come
 -- before md, ck and the pending writes: include/record.lua), whether it holds a checkpoint
 -- (ck), and the byte where its large fields start. The client reads those from the string
--- itself, from that byte on.
+-- itself, from that byte on. A field that cannot be read: nil, false and its byte (the
+-- client's parse, from there, fails with an error that names the record).
 local HEAD_FIELDS = { bv = true, h = true, r = true, ix = true, p = true }
-local function record_head(packed, key)
+local function record_head(packed)
   local fields, pos, size = {}, 1, #packed
   while pos <= size do
     local name, first, stop = field_at(packed, pos)
-    if not stop or stop > size then
-      error("corrupt checkpoint record " .. key .. " at byte " .. pos)
-    end
+    if not stop or stop > size then return nil, false, pos end
     if LARGE_FIELDS[name] or is_write_field(name) then  -- md, then ck, then the writes
       local has_ck = name == "ck"
       if name == "md" and stop < size then
         local next_name, _, next_stop = field_at(packed, stop + 1)
-        if not next_stop or next_stop > size then
-          error("corrupt checkpoint record " .. key .. " at byte " .. (stop + 1))
-        end
+        if not next_stop or next_stop > size then return nil, false, stop + 1 end
         has_ck = next_name == "ck"
       end
       return fields, has_ck, pos
@@ -47,14 +44,16 @@ local function load_checkpoint(K, ns, id, ttl, held, hidden_too)
   local packed = redis.pcall("GET", cp)
   local rec, complete, large
   if type(packed) == "string" then
-    rec, complete, large = record_head(packed, cp)
+    rec, complete, large = record_head(packed)
+    -- unreadable: the record as it is, which the client names in its error
+    if not rec then return { ns, id, packed, {}, {}, false, large } end
   elseif not packed then
     return nil
   else  -- a record written as a hash (the GET failed with WRONGTYPE)
     rec = record(cp)
     packed = pack_record(flat_fields(rec))
     complete = rec.ck ~= nil
-    large = select(3, record_head(packed, cp))
+    large = select(3, record_head(packed))
   end
   -- h: kept by keep_last only for the delta chain of newer ones (include/trim.lua)
   if not complete or (rec.h and not hidden_too) then return nil end
@@ -92,12 +91,15 @@ end
 
 -- True when the checkpoint's metadata matches every (field, canonical JSON) pair in `args`
 -- (the caller's ARGV: a helper reads no globals, so that it also works in a function library)
--- from position `first` on, `count` pairs long. A missing key matches only JSON null.
+-- from position `first` on, `count` pairs long. A missing key matches only JSON null. A
+-- record that cannot be read matches: load_checkpoint sends it as it is, and the client's
+-- error names it.
 local function matches_filter(cp, args, first, count)
   if count == 0 then return true end
   local wanted = {}
   for j = 0, count - 1 do wanted[args[first + 2 * j]] = true end
-  local fields = record(cp, wanted)
+  local readable, fields = pcall(record, cp, wanted)
+  if not readable then return true end
   for j = 0, count - 1 do
     local want, have = args[first + 2 * j + 1], fields[args[first + 2 * j]]
     if have then

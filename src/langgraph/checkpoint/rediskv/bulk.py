@@ -202,6 +202,17 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
                 return int(reply)
             yield from lists.answer(core, tag, reply, ahead)
 
+    def export_call(cursor: Sequence[Arg], *mode: Arg) -> ScriptCall:
+        args = (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES, *mode)
+        return ScriptCall("export_thread", (keys.thread(source_tag),), args)
+
+    def refuse_unreadable(reply: Sequence[Any]) -> None:
+        if len(reply) == 3 and reply[1] == b"u":
+            raise ValueError(
+                f"copy of {source!r} to {target!r} refused: unreadable record "
+                f"{reply[2].decode()} (the target is as it was)"
+            )
+
     job = -1
     for _ in range(5):
         job = int((yield target_call("begin", 0)))
@@ -211,14 +222,21 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
     if job < 0:
         raise CopyInterruptedError(f"the copy target {target!r} keeps being reaped")
     cursor: Sequence[Arg] = START_CURSOR
+    if job == 0:
+        # a target that exists gets every chunk as it comes: an unreadable record of the
+        # source must stop the copy before the first (a new target's job is discarded)
+        while True:
+            reply = yield export_call(cursor, "check")
+            refuse_unreadable(reply)
+            if reply[0] is None:
+                break
+            cursor = list(reply[0])
+        cursor = START_CURSOR
     copied = False  # (into a target that exists: checkpoints are written chunk by chunk)
     try:
         while True:
-            reply = yield ScriptCall(
-                "export_thread",
-                (keys.thread(source_tag),),
-                (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES),
-            )
+            reply = yield export_call(cursor)
+            refuse_unreadable(reply)
             if len(reply) > 1:
                 if (yield from chunk(job, reply[1:])) < 0:
                     raise CopyInterruptedError(
