@@ -29,6 +29,15 @@ local function record_head(packed, key)
   return fields, false, pos
 end
 
+-- The error a read replies when a key it needs is gone while keys that expire with it or
+-- before it are still there: the server evicted it (maxmemory-policy). Said, never taken
+-- for "no checkpoint": the app would start the conversation again over what is left. Only a
+-- read that finds nothing checks this, so a read that finds its checkpoint pays nothing
+-- for it. The client raises CheckpointLostError (core.py's explain_response_error).
+local function lost(key, what)
+  return redis.error_reply("LOST " .. key .. " " .. what)
+end
+
 -- One checkpoint as the Python core decodes it (core.py's decode_record):
 --   { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | false, large }
 -- the record as stored (a string: include/record.lua; one written as a hash is packed so),
@@ -36,7 +45,9 @@ end
 -- the server a copy of its bytes), the values of its blobs, the pending writes in its writes
 -- hash (those in the record are in the record), and its parent's id.
 -- A checkpoint comes back complete or not at all: nil when its record is gone (expired or
--- deleted), hidden, or when one of the blobs it references is. With ttl > 0 every key read
+-- deleted), hidden, or when one of the blobs it references is; in that last case the key of
+-- the missing blob comes second (a blob expires with its record or after it, so a record
+-- without one has lost it: an eviction, see lost() in get_tuple.lua). With ttl > 0 every key read
 -- gets a fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index
 -- and the global metadata indexes it is in (extended only: they are shared).
 -- `held` (optional): ref -> mark of the blobs the client holds; one still stored with that
@@ -76,7 +87,7 @@ local function load_checkpoint(K, ns, id, ttl, held)
     for _, ref in ipairs(refs) do
       local value = ""  -- held by the client
       if read[ref] then value = values[read[ref]] end
-      if not value then return nil end
+      if not value then return nil, K.blob(ns, ref) end
       blobs[#blobs + 1] = ref
       blobs[#blobs + 1] = value
     end

@@ -10,10 +10,12 @@ from .core import (
     ServerFullError,
     ValueTooLargeError,
 )
+from .eviction import CheckpointLostError
 from .sync import RedisSaver
 
 __all__ = [
     "AsyncRedisSaver",
+    "CheckpointLostError",
     "CopyInterruptedError",
     "ListingInterruptedError",
     "Problem",
