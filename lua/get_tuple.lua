@@ -26,6 +26,7 @@
 -- @include keyschema
 -- @include record
 -- @include records
+-- @include drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]
@@ -49,18 +50,14 @@ if id == "" then
   for attempt = 1, 100 do
     local latest = redis.call("ZREVRANGE", KEYS[1], 0, 0)
     if #latest == 0 then
-      -- the root names the namespace, but its index is gone: refreshed with the root by every
-      -- put and read of the namespace, it expires before the root only when another
-      -- namespace was written later, never in a thread whose root does not expire
-      if attempt == 1 and redis.call("SISMEMBER", K.thread, ns) == 1
-          and (ns == "" or redis.call("PTTL", K.thread) == -1) then
-        return lost(KEYS[1], "checkpoint index")
-      end
+      if attempt == 1 and index_lost(K, ns) then return lost(KEYS[1], "checkpoint index") end
       return nil
     end
     id = latest[1]
     if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then break end
     redis.call("ZREM", KEYS[1], id)
+    -- an index emptied so is forgotten with its namespace, not taken for one evicted later
+    if redis.call("EXISTS", KEYS[1]) == 0 then forget_empty_namespace(K, ns) end
   end
 elseif not redis.call("ZSCORE", KEYS[1], id) then
   return nil  -- not (or no longer) in the index: deleted, or pruned in steps

@@ -71,6 +71,8 @@ local function listable(ns, id)
   local cp = K.checkpoint(ns, id)
   if redis.call("EXISTS", cp) == 0 then
     redis.call("ZREM", K.index(ns), id)  -- the checkpoint expired: drop its dangling entry
+    -- an index emptied so is forgotten with its namespace, not taken for one evicted later
+    if redis.call("EXISTS", K.index(ns)) == 0 then forget_empty_namespace(K, ns) end
     return false
   end
   return matches_filter(cp, ARGV, 10, nfilter)
@@ -137,6 +139,8 @@ for _, ns in ipairs(namespaces) do
   if #s.ids > 0 then
     push(s)
   elseif before == "" then
+    -- the root names the namespace but its index is gone: evicted (as in get_tuple.lua)
+    if index_lost(K, ns) then return lost(K.index(ns), "checkpoint index") end
     forget_empty_namespace(K, ns)  -- when everything of this namespace has expired
   end
 end

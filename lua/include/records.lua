@@ -38,6 +38,24 @@ local function lost(key, what)
   return redis.error_reply("LOST " .. key .. " " .. what)
 end
 
+-- Whether the thread's root names namespace `ns` while its index is gone by eviction: the
+-- index is refreshed with the root by every put and read of the namespace, so it expires
+-- before the root only when another namespace was written or read later, which the graph's
+-- own namespace ("") is not (a parent writes its checkpoint after its subgraphs), and never
+-- in a root that does not expire. A namespace with writes but no checkpoint yet (writes
+-- stored before it) has no index either: then its writes index names no checkpoint stored,
+-- and the thread has no runs or values, which only a put writes.
+local function index_lost(K, ns)
+  if redis.call("SISMEMBER", K.thread, ns) == 0 then return false end
+  if ns ~= "" and redis.call("PTTL", K.thread) ~= -1 then return false end
+  local with_writes = redis.call("SRANDMEMBER", K.writes_index(ns), 3)
+  if #with_writes == 0 or redis.call("EXISTS", K.runs, K.values) > 0 then return true end
+  for _, id in ipairs(with_writes) do
+    if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then return true end
+  end
+  return false
+end
+
 -- One checkpoint as the Python core decodes it (core.py's decode_record):
 --   { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | false, large }
 -- the record as stored (a string: include/record.lua; one written as a hash is packed so),

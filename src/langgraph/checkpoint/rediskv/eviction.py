@@ -5,6 +5,7 @@ start-up warning and ``rediskv doctor``). README: "Eviction"."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -78,3 +79,16 @@ async def acheck_policy_once(client: Any, keys_expire: bool) -> None:
     except RedisError:
         return
     warn_of_policy(config, keys_expire)
+
+
+def remove_orphans(client: Any, problems: Iterable[Any]) -> list[str]:
+    """Unlink the keys that ``check_invariants`` found no index leads to (what an eviction
+    leaves of a checkpoint or a thread: blobs of an evicted record, records of an evicted
+    index); returns them. Safe while savers run: a put that shares such a blob finds it
+    gone and sends its value again (README, Expiry)."""
+    from .check import EXPIRING_ORPHAN, ORPHAN  # (check imports core, which imports this)
+
+    orphans = sorted({p.key for p in problems if p.problem in (ORPHAN, EXPIRING_ORPHAN)})
+    for start in range(0, len(orphans), 1000):
+        client.unlink(*orphans[start : start + 1000])
+    return orphans
