@@ -195,6 +195,9 @@ def test_a_thread_that_lost_its_index_says_so(saver: RedisSaver, client: redis.R
     with pytest.raises(CheckpointLostError) as lost:
         graph.get_state(cfg("t"))
     assert (lost.value.what, lost.value.key) == ("checkpoint index", keys.index(tag, ""))
+    with pytest.raises(CheckpointLostError) as listed:
+        list(saver.list(cfg("t")))
+    assert (listed.value.what, listed.value.key) == ("checkpoint index", keys.index(tag, ""))
     # a thread that never existed is still None, at the cost of the reads that find nothing
     assert saver.get_tuple(cfg("never")) is None
 
