@@ -42,18 +42,19 @@ end
 -- index is refreshed with the root by every put and read of the namespace, so it expires
 -- before the root only when another namespace was written or read later, which the graph's
 -- own namespace ("") is not (a parent writes its checkpoint after its subgraphs), and never
--- in a root that does not expire. A namespace with writes but no checkpoint yet (writes
--- stored before it) has no index either: then its writes index names no checkpoint stored,
--- and the thread has no runs or values, which only a put writes.
+-- in a root that does not expire (an index emptied by readers is forgotten at once). A
+-- namespace whose writes came before its first checkpoint has no index either: then the
+-- thread has no runs or values (only a put writes them), and the writes index names writes
+-- hashes, not records.
 local function index_lost(K, ns)
   if redis.call("SISMEMBER", K.thread, ns) == 0 then return false end
   if ns ~= "" and redis.call("PTTL", K.thread) ~= -1 then return false end
-  local with_writes = redis.call("SRANDMEMBER", K.writes_index(ns), 3)
-  if #with_writes == 0 or redis.call("EXISTS", K.runs, K.values) > 0 then return true end
-  for _, id in ipairs(with_writes) do
+  if redis.call("EXISTS", K.runs, K.values) > 0 then return true end
+  for _, id in ipairs(redis.call("SRANDMEMBER", K.writes_index(ns), 3)) do
     if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then return true end
+    if redis.call("EXISTS", K.writes(ns, id)) == 1 then return false end
   end
-  return false
+  return true
 end
 
 -- One checkpoint as the Python core decodes it (core.py's decode_record):
