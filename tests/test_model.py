@@ -791,9 +791,12 @@ class SaverMachine(RuleBasedStateMachine):
                         return
                     self.check_tuple(f"evict.{read}", t, th, cp)
         # the app deletes the thread; what no index leads to any more (the blobs of an evicted
-        # record, ...) goes with the cleanup pass of rediskv doctor --repair
+        # record, ...) goes with a cleanup pass over its keys (rediskv doctor --repair removes
+        # those that never expire)
         self.saver.delete_thread(th.id)
-        remove_orphans(self.client, self.saver.check_invariants())
+        tag = self.saver._core.keys.tag(th.id)
+        of_thread = [p for p in self.saver.check_invariants() if tag in p.key]
+        remove_orphans(self.client, of_thread, expiring=True)
         self.reset(th)
 
     @rule(runs=st.lists(st.sampled_from((*RUNS, "run-x")), min_size=1, max_size=2, unique=True))

@@ -259,8 +259,8 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     doctor.add_argument(
         "--repair",
         action="store_true",
-        help="remove the keys no index leads to (what an eviction leaves of a checkpoint "
-        "or a thread), then report what remains",
+        help="remove the keys no index leads to that never expire (what an eviction leaves "
+        "of a checkpoint or a thread), then report what remains",
     )
     migrate = add(
         "migrate",

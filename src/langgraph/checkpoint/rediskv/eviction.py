@@ -81,14 +81,17 @@ async def acheck_policy_once(client: Any, keys_expire: bool) -> None:
     warn_of_policy(config, keys_expire)
 
 
-def remove_orphans(client: Any, problems: Iterable[Any]) -> list[str]:
-    """Unlink the keys that ``check_invariants`` found no index leads to (what an eviction
-    leaves of a checkpoint or a thread: blobs of an evicted record, records of an evicted
-    index); returns them. Safe while savers run: a put that shares such a blob finds it
-    gone and sends its value again (README, Expiry)."""
+def remove_orphans(client: Any, problems: Iterable[Any], expiring: bool = False) -> list[str]:
+    """Unlink the keys that ``check_invariants`` found no index leads to and that never
+    expire (what an eviction leaves of a checkpoint or a thread: blobs of an evicted record,
+    records of an evicted index); ``expiring``: also those that will expire (of a thread
+    just deleted: a global metadata index may still serve another thread's). Returns them.
+    Safe while savers run: a put that shares such a blob finds it gone and sends its value
+    again (README, Expiry)."""
     from .check import EXPIRING_ORPHAN, ORPHAN  # (check imports core, which imports this)
 
-    orphans = sorted({p.key for p in problems if p.problem in (ORPHAN, EXPIRING_ORPHAN)})
+    kinds = (ORPHAN, EXPIRING_ORPHAN) if expiring else (ORPHAN,)
+    orphans = sorted({p.key for p in problems if p.problem in kinds})
     for start in range(0, len(orphans), 1000):
         client.unlink(*orphans[start : start + 1000])
     return orphans
