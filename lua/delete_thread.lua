@@ -23,6 +23,13 @@
 local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)
 local has_root, has_runs = redis.call("EXISTS", KEYS[1]) == 1, redis.call("EXISTS", KEYS[2]) == 1
+if not has_root and redis.call("EXISTS", KEYS[3]) == 0
+    and redis.call("EXISTS", K.index(""), K.writes_index("")) > 0 then
+  -- the root was evicted (a read says so: include/records.lua's lost()), not moved by a
+  -- delete: what it led to of the graph's own namespace is reaped as if it had named it
+  redis.call("SADD", KEYS[1], "")
+  has_root = true
+end
 local has_values = redis.call("EXISTS", K.values) == 1
 if has_root or has_runs or has_values then  -- runs may outlive the root's last namespace (expiry)
   local G = jobspace(prefix, tag, new_job(KEYS[3], "del"))

@@ -13,8 +13,9 @@
            then h pairs: ref, the mark the blob was stored with ("u:b:<mark>;",
            src/langgraph/checkpoint/rediskv/compression.py)
 
-  Reply: nil when there is no such checkpoint (or it is incomplete, or its thread's root
-  P:th:{T} is gone), else (include/records.lua's load_checkpoint)
+  Reply: nil when there is no such checkpoint (or its thread's root P:th:{T} is gone, or
+  keep_last hid it); an error "LOST <key> <what>" when the thread lost a key it needs to the
+  server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)
     { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | nil, large }
   the record as stored (the client parses its large fields, md, ck and the pending writes,
   from byte `large` on), the values it references, and the writes of its writes hash. A
@@ -25,29 +26,46 @@
 -- @include keyschema
 -- @include record
 -- @include records
+-- @include drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]
+
 -- a thread exists while its root does: a delete hides it at once by moving the root away
-if redis.call("EXISTS", K.thread) == 0 then return nil end
+if redis.call("EXISTS", K.thread) == 0 then
+  -- the index, the writes index, the runs and the thread's values expire with the root or
+  -- before it, and a delete moves them with the root (into a job of the gc root) or reaps
+  -- them after it: one of them without both is a root that was evicted
+  local led = redis.call("EXISTS", KEYS[1], K.writes_index(ns), K.runs, K.values)
+  if led > 0 and redis.call("EXISTS", K.gc) == 0 then
+    return lost(K.thread, "thread root")
+  end
+  return nil
+end
 local ttl = tonumber(ARGV[5])
 if ttl >= 0 then ttl = thread_ttl(K, ttl) else ttl = 0 end
 if id == "" then
   -- the newest entry whose checkpoint is there: entries of expired checkpoints may lead
   -- (written with a ttl after older ones written without), and are dropped as they are met
-  for _ = 1, 100 do
+  for attempt = 1, 100 do
     local latest = redis.call("ZREVRANGE", KEYS[1], 0, 0)
-    if #latest == 0 then return nil end
+    if #latest == 0 then
+      if attempt == 1 and index_lost(K, ns) then return lost(KEYS[1], "checkpoint index") end
+      return nil
+    end
     id = latest[1]
     if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then break end
     redis.call("ZREM", KEYS[1], id)
+    -- an index emptied so is forgotten with its namespace, not taken for one evicted later
+    if redis.call("EXISTS", KEYS[1]) == 0 then forget_empty_namespace(K, ns) end
   end
 elseif not redis.call("ZSCORE", KEYS[1], id) then
   return nil  -- not (or no longer) in the index: deleted, or pruned in steps
 end
 local held = {}
 for j = 7, 6 + 2 * tonumber(ARGV[6]), 2 do held[ARGV[j]] = ARGV[j + 1] end
-local record = load_checkpoint(K, ns, id, ttl, held)
+local record, missing = load_checkpoint(K, ns, id, ttl, held)
+if missing then return lost(missing, "value") end
 if record and ttl > 0 then
   keep_alive(KEYS[1], ttl, false)
   keep_alive(K.thread, ttl, false)

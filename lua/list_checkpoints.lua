@@ -23,8 +23,9 @@
   nil means there is nothing more. The namespaces are merged newest first (a heap of their
   next ids), so the cursor is exact however many namespaces the thread has, and each call
   examines at most the budget plus one id per namespace. Index entries whose checkpoint has
-  expired are removed on the way; incomplete checkpoints (a blob expired) are skipped, and
-  they count against the budget, never against the page.
+  expired are removed on the way. A checkpoint that lost a blob (a blob expires with its
+  record or after it: evicted), or a thread that lost its root, is an error "LOST <key>
+  <what>" (include/records.lua's lost()), never a shorter history.
 ]]
 -- @include keyschema
 -- @include record
@@ -38,7 +39,16 @@ local ids_only = page < 0
 if ids_only then page = -page end
 local nfilter = tonumber(ARGV[9])
 -- a thread exists while its root does: a delete hides it at once by moving the root away
-if redis.call("EXISTS", KEYS[1]) == 0 then return { false } end
+if redis.call("EXISTS", KEYS[1]) == 0 then
+  -- a key the root leads to without the root, and no delete under way: the root was evicted
+  -- (as in get_tuple.lua)
+  local ns = ARGV[3] == "0" and ARGV[4] or ""
+  if ARGV[3] ~= "2" and redis.call("EXISTS", K.index(ns), K.writes_index(ns), K.runs, K.values) > 0
+      and redis.call("EXISTS", K.gc) == 0 then
+    return lost(KEYS[1], "thread root")
+  end
+  return { false }
+end
 
 local namespaces
 if ARGV[3] == "1" then
@@ -61,6 +71,8 @@ local function listable(ns, id)
   local cp = K.checkpoint(ns, id)
   if redis.call("EXISTS", cp) == 0 then
     redis.call("ZREM", K.index(ns), id)  -- the checkpoint expired: drop its dangling entry
+    -- an index emptied so is forgotten with its namespace, not taken for one evicted later
+    if redis.call("EXISTS", K.index(ns)) == 0 then forget_empty_namespace(K, ns) end
     return false
   end
   return matches_filter(cp, ARGV, 10, nfilter)
@@ -72,7 +84,9 @@ if only_id ~= "" then
     for _, ns in ipairs(namespaces) do
       if #reply > page then break end
       if redis.call("ZSCORE", K.index(ns), only_id) and listable(ns, only_id) then
-        reply[#reply + 1] = load_checkpoint(K, ns, only_id, 0)
+        local record, missing = load_checkpoint(K, ns, only_id, 0)
+        if missing then return lost(missing, "value") end
+        reply[#reply + 1] = record
       end
     end
   end
@@ -125,6 +139,8 @@ for _, ns in ipairs(namespaces) do
   if #s.ids > 0 then
     push(s)
   elseif before == "" then
+    -- the root names the namespace but its index is gone: evicted (as in get_tuple.lua)
+    if index_lost(K, ns) then return lost(K.index(ns), "checkpoint index") end
     forget_empty_namespace(K, ns)  -- when everything of this namespace has expired
   end
 end
@@ -139,9 +155,10 @@ while #heap > 0 and taken < page and examined < budget do
     -- (an id only may name a checkpoint whose blobs are gone: its stream is read again; not
     -- one keep_last hides, field h, which load_checkpoint refuses: a client choosing ids
     -- would choose again past each of them)
-    local record
+    local record, missing
     if not ids_only then
-      record = load_checkpoint(K, s.ns, id, 0)
+      record, missing = load_checkpoint(K, s.ns, id, 0)
+      if missing then return lost(missing, "value") end
     else
       local fields = readable_record_fields(K.checkpoint(s.ns, id), "h")
       -- (unreadable: listed; a read of it names the record)

@@ -41,7 +41,8 @@ while taken < page and scanned < budget do
     if redis.call("EXISTS", cp) == 0 then
       redis.call("ZREM", KEYS[1], member)
     elseif redis.call("EXISTS", K.thread) == 1 and matches_filter(cp, ARGV, 7, nfilter) then
-      local record = load_checkpoint(K, ns, id, 0)
+      local record, missing = load_checkpoint(K, ns, id, 0)
+      if missing then return lost(missing, "value") end
       if record then
         reply[#reply + 1] = tag
         reply[#reply + 1] = record

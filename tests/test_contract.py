@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, core
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver, core
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
 from .conftest import data_keys, keys_of
@@ -376,19 +376,27 @@ async def test_async_prune_matches_sync(
 def test_a_filtered_list_pages_past_incomplete_checkpoints(
     saver: RedisSaver, client: redis.Redis, namespaces: str | None
 ) -> None:
-    """A checkpoint whose blob is gone (a ttl with a DeltaChannel, a delete racing a run) is
-    skipped without ending the page early or skipping what follows it."""
+    """A checkpoint whose blob is gone (a blob expires with its record or after it: only an
+    eviction takes it first) fails the list with CheckpointLostError, never a shorter
+    history; one whose record is gone too (expired) is skipped without ending the page early
+    or skipping what follows it."""
     keys = KeySchema(saver.prefix)
     tag = keys.tag("t")
     made = chain(saver, "t", [{"source": "loop", "step": i} for i in range(110)])
     broken = made[50]
     broken_version = saver.get_tuple(cfg("t", checkpoint_id=broken))
     assert broken_version is not None
-    client.unlink(keys.blob(tag, "", "n", broken_version.checkpoint["channel_versions"]["n"]))
-    expected = [i for i in made[::-1] if i != broken]
+    blob = keys.blob(tag, "", "n", broken_version.checkpoint["channel_versions"]["n"])
+    client.unlink(blob)
     config = {"configurable": {"thread_id": "t"}}
     if namespaces is not None:
         config["configurable"]["checkpoint_ns"] = namespaces
+    for filter in ({"source": "loop"}, None):
+        with pytest.raises(CheckpointLostError) as lost:
+            listed_ids(saver, config, filter=filter)
+        assert (lost.value.thread_id, lost.value.what, lost.value.key) == ("t", "value", blob)
+    client.unlink(keys.checkpoint(tag, "", broken))
+    expected = [i for i in made[::-1] if i != broken]
     assert listed_ids(saver, config, filter={"source": "loop"}) == expected
     assert listed_ids(saver, config) == expected
     for limit in (1, 59, 60, 61, 99, 100, 101, 109, 110):

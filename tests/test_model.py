@@ -23,6 +23,9 @@ Rules (each a hypothesis ``@rule``):
   Limits around the page (100) and the inner batch (128): 1, 2, 99, 100, 101, 127, 128, 129,
   None. Without a limit the listing comes thread by thread (each thread's checkpoints newest
   first), but from a metadata index (newest first); with one, the newest of all.
+- ``evict``: one key of a thread unlinked, as a server's eviction does; reads of the thread
+  return what the model holds or raise CheckpointLostError, and a delete and the cleanup pass
+  (``remove_orphans``, what ``rediskv doctor --repair`` runs) leave no key of it.
 - ``delete_thread``, ``delete_for_runs``, ``copy_thread`` (to a fresh thread or onto an existing
   one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
   ``set_thread_ttl``.
@@ -101,8 +104,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.base.id import uuid6
 from redis.cluster import RedisCluster
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, core
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver, core
 from langgraph.checkpoint.rediskv.check import ORPHAN
+from langgraph.checkpoint.rediskv.eviction import remove_orphans
 from langgraph.checkpoint.rediskv.keys import decode_part, parse_record
 
 from .clock import advance_time
@@ -812,6 +816,47 @@ class SaverMachine(RuleBasedStateMachine):
     def delete_thread(self, thread: int) -> None:
         th = self.pick_thread(thread)
         self.saver.delete_thread(th.id)
+        self.reset(th)
+
+    @rule(thread=picks, which=st.integers(0, 10_000))
+    def evict(self, thread: int, which: int) -> None:
+        """The server evicts one key of a thread (a maxmemory-policy other than noeviction):
+        each read of the thread then returns checkpoints equal to the model's (a shorter
+        history or an older latest one may be what is left: README, Eviction) or raises
+        CheckpointLostError naming it; the app deletes the thread, which leaves no key of it
+        (checked by the invariants)."""
+        th = self.pick_thread(thread)
+        _, by_thread = self.keys_by_thread()
+        keys = sorted(k for k in by_thread[th.id] if ":gc:" not in k)
+        if not keys:
+            return
+        self.client.unlink(keys[which % len(keys)])
+        for ns in NAMESPACES:
+            config = {"configurable": {"thread_id": th.id, "checkpoint_ns": ns}}
+            for read in ("get_tuple", "list"):
+                try:
+                    if read == "get_tuple":
+                        latest = self.prober.get_tuple(config)
+                        got = [latest] if latest is not None else []
+                    else:
+                        got = list(self.prober.list(config))
+                except CheckpointLostError as exc:
+                    if exc.thread_id != th.id:
+                        fail("evict.error", f"{read} of {th.id!r} named {exc.thread_id!r}")
+                    continue
+                for t in got:
+                    cp = th.cps.get((ns, t.config["configurable"]["checkpoint_id"]))
+                    if cp is None:
+                        fail("evict.extra", f"{read} of {th.id!r} returned {t.config}")
+                        return
+                    self.check_tuple(f"evict.{read}", t, th, cp)
+        # the app deletes the thread; what no index leads to any more (the blobs of an evicted
+        # record, ...) goes with a cleanup pass over its keys (rediskv doctor --repair removes
+        # those that never expire)
+        self.saver.delete_thread(th.id)
+        tag = self.saver._core.keys.tag(th.id)
+        of_thread = [p for p in self.saver.check_invariants() if tag in p.key]
+        remove_orphans(self.client, of_thread, expiring=True)
         self.reset(th)
 
     @rule(runs=st.lists(st.sampled_from((*RUNS, "run-x")), min_size=1, max_size=2, unique=True))

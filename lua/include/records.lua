@@ -26,6 +26,34 @@ local function record_head(packed)
   return fields, false, pos
 end
 
+-- The error a read replies when a key it needs is gone while keys that expire with it or
+-- before it are still there: the server evicted it (maxmemory-policy). Said, never taken
+-- for "no checkpoint": the app would start the conversation again over what is left. Only a
+-- read that finds nothing checks this, so a read that finds its checkpoint pays nothing
+-- for it. The client raises CheckpointLostError (core.py's explain_response_error).
+local function lost(key, what)
+  return redis.error_reply("LOST " .. key .. " " .. what)
+end
+
+-- Whether the thread's root names namespace `ns` while its index is gone by eviction: the
+-- index is refreshed with the root by every put and read of the namespace, so it expires
+-- before the root only when another namespace was written or read later, which the graph's
+-- own namespace ("") is not (a parent writes its checkpoint after its subgraphs), and never
+-- in a root that does not expire (an index emptied by readers is forgotten at once). A
+-- namespace whose writes came before its first checkpoint has no index either: then the
+-- thread has no runs or values (only a put writes them), and the writes index names writes
+-- hashes, not records.
+local function index_lost(K, ns)
+  if redis.call("SISMEMBER", K.thread, ns) == 0 then return false end
+  if ns ~= "" and redis.call("PTTL", K.thread) ~= -1 then return false end
+  if redis.call("EXISTS", K.runs, K.values) > 0 then return true end
+  for _, id in ipairs(redis.call("SRANDMEMBER", K.writes_index(ns), 3)) do
+    if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then return true end
+    if redis.call("EXISTS", K.writes(ns, id)) == 1 then return false end
+  end
+  return true
+end
+
 -- One checkpoint as the Python core decodes it (core.py's decode_record):
 --   { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | false, large }
 -- the record as stored (a string: include/record.lua; one written as a hash is packed so),
@@ -33,7 +61,9 @@ end
 -- the server a copy of its bytes), the values of its blobs, the pending writes in its writes
 -- hash (those in the record are in the record), and its parent's id.
 -- A checkpoint comes back complete or not at all: nil when its record is gone (expired or
--- deleted), hidden, or when one of the blobs it references is. With ttl > 0 every key read
+-- deleted), hidden, or when one of the blobs it references is; in that last case the key of
+-- the missing blob comes second (a blob expires with its record or after it, so a record
+-- without one has lost it: an eviction, see lost() in get_tuple.lua). With ttl > 0 every key read
 -- gets a fresh expiry (refresh_on_read), and so do the indexes that lead to it: its run index
 -- and the global metadata indexes it is in (extended only: they are shared).
 -- `held` (optional): ref -> mark of the blobs the client holds; one still stored with that
@@ -76,7 +106,7 @@ local function load_checkpoint(K, ns, id, ttl, held, hidden_too)
     for _, ref in ipairs(refs) do
       local value = ""  -- held by the client
       if read[ref] then value = values[read[ref]] end
-      if not value then return nil end
+      if not value then return nil, K.blob(ns, ref) end
       blobs[#blobs + 1] = ref
       blobs[#blobs + 1] = value
     end

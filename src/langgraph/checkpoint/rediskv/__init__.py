@@ -10,6 +10,7 @@ from .core import (
     ServerFullError,
     ValueTooLargeError,
 )
+from .eviction import CheckpointLostError
 from .replication import ReplicationError
 from .shallow import AsyncShallowRedisSaver, ShallowRedisSaver
 from .storeformat import RELEASE, StoreFormatError
@@ -20,6 +21,7 @@ __version__ = RELEASE
 __all__ = [
     "AsyncRedisSaver",
     "AsyncShallowRedisSaver",
+    "CheckpointLostError",
     "CopyInterruptedError",
     "ListingInterruptedError",
     "Problem",

@@ -249,13 +249,19 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         "Count the keys (by kind) and threads under the prefix (one SCAN pass), estimate "
         "their memory (MEMORY USAGE with SAMPLES 5 per key) and list the 10 largest threads.",
     )
-    add(
+    doctor = add(
         "doctor",
         "check the server settings and the consistency of the store",
         "Check the server version (6.2 or later), the maxmemory policy, persistence, whether "
         "the saver's scripts are loaded, metadata indexes still building, and every thread's "
         "keys against its indexes. A check the user may not run (INFO or CONFIG refused) is "
         "'unknown'. Exit code 2 when a check fails, 3 when none fails but one is unknown.",
+    )
+    doctor.add_argument(
+        "--repair",
+        action="store_true",
+        help="remove the keys no index leads to that never expire (what an eviction leaves "
+        "of a checkpoint or a thread), then report what remains",
     )
     migrate = add(
         "migrate",

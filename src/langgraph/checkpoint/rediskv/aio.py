@@ -70,6 +70,7 @@ from .core import (
     take_node_replies,
 )
 from .delta import get_delta_channel_history
+from .eviction import acheck_policy_once
 from .functions import FunctionLibrary
 from .packing import pack_in_c
 from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_replies, waited_calls
@@ -172,6 +173,7 @@ class AsyncRedisSaver(RedisSaverBase):
         self._library_lock = asyncio.Lock()
         self._node_locks: dict[str, asyncio.Lock] = {}  # (on a cluster, one per primary)
         self._library = FunctionLibrary(functions)
+        self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
         self._loop: asyncio.AbstractEventLoop | None = None
         # redis-py's async cluster client fails with MaxConnectionsError past max_connections
         # on a node; callers wait at this gate instead, as they do at a blocking pool.
@@ -501,6 +503,9 @@ class AsyncRedisSaver(RedisSaverBase):
     async def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
+        if not self._policy_checked:  # once per saver, at its first call
+            self._policy_checked = True
+            await acheck_policy_once(self._client, self._core.ttl is not None)
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)

@@ -52,6 +52,7 @@ from .compression import (
     with_base_mark,
     with_compression,
 )
+from .eviction import CheckpointLostError
 from .keys import (
     THREADS_BY_VALUE,
     KeySchema,
@@ -61,6 +62,7 @@ from .keys import (
     metadata_index_suffix,
     pack_fields,
     parse_record,
+    tag_of,
 )
 from .settings import TTLSettings
 
@@ -229,6 +231,9 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
             "was written. Free memory (delete or prune threads, use a ttl) or raise maxmemory "
             f"({exc})"
         )
+    if str(exc).startswith("LOST "):  # a read found a key of a thread evicted (records.lua)
+        key, what = str(exc)[5:].split(" ", 1)
+        return CheckpointLostError(KeySchema.thread_from_tag(tag_of(key) or "{}"), what, key)
     if "near '#'" in str(exc):
         return ResponseError(
             "the server cannot run this saver's scripts: they use Redis 7 script flags, so "

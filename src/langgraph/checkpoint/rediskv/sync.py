@@ -65,6 +65,7 @@ from .core import (
     take_node_replies,
 )
 from .delta import get_delta_channel_history
+from .eviction import check_policy_once
 from .functions import FunctionLibrary
 from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_replies, waited_calls
 from .scripts import script_sources
@@ -206,6 +207,7 @@ class RedisSaver(RedisSaverBase):
         self._library_lock = threading.Lock()
         self._node_locks: dict[str, threading.Lock] = {}  # (on a cluster: see _node_lock)
         self._library = FunctionLibrary(functions)
+        self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
 
     @classmethod
     @contextmanager
@@ -378,6 +380,9 @@ class RedisSaver(RedisSaverBase):
     def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
+        if not self._policy_checked:  # once per saver, at its first call
+            self._policy_checked = True
+            check_policy_once(self._client, self._core.ttl is not None)
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)

@@ -12,6 +12,7 @@ from typing import Any
 import redis
 
 from ..check import Problem
+from ..eviction import FIX, eviction_risk, remove_orphans
 from ..functions import versions_on_server
 from ..keys import KeySchema
 from ..scripts import FUNCTION_OPS, function_library, script_sources
@@ -21,8 +22,8 @@ from .store import SCAN_COUNT, memory_usage
 
 TOP_THREADS = 10
 MIN_VERSION = (7, 0)  # the scripts carry Redis 7 script flags
-# maxmemory policies that never evict a key without a TTL (volatile-*: only keys with one)
-SAFE_POLICIES = ("noeviction", "volatile-")
+# keys whose expiry doctor reads to tell whether a saver of the prefix uses a ttl
+EXPIRY_SAMPLE = 1000
 # doctor's exit codes: a check failed; no check failed, but one could not run
 FAILED, UNKNOWN = 2, 3
 
@@ -169,18 +170,41 @@ def _server(info: dict[str, Any]) -> Check:
     )
 
 
-def _memory(info: dict[str, Any]) -> Check:
+def _keys_expire(client: redis.Redis, schema: KeySchema) -> bool:
+    """Whether keys of the prefix carry an expiry: a thread given its own (P:ttl:), or a
+    saver's ttl (seen on the first EXPIRY_SAMPLE keys: such a saver gives every key one)."""
+    sample: list[bytes] = []
+    for key in client.scan_iter(match=schema.all_keys_pattern(), count=SCAN_COUNT):
+        if kind_of(schema.prefix, key.decode()) == "ttl":
+            return True
+        if len(sample) < EXPIRY_SAMPLE:
+            sample.append(key)
+    pipe = client.pipeline(transaction=False)
+    for key in sample:
+        pipe.pttl(key)
+    return any(left >= 0 for left in pipe.execute())
+
+
+def _memory_check(client: redis.Redis, schema: KeySchema) -> Check:
+    """The maxmemory-policy: fails when the server can evict the saver's keys (eviction.py),
+    which loses checkpoints (their reads then fail with CheckpointLostError)."""
+    try:
+        info = client.info("memory")
+    except redis.exceptions.ResponseError as exc:
+        return _check("maxmemory-policy", "unknown", refused("INFO", exc))
+    try:
+        keys_expire = _keys_expire(client, schema)
+    except redis.exceptions.ResponseError as exc:
+        return _check("maxmemory-policy", "unknown", refused("SCAN or PTTL", exc))
     policy = str(info.get("maxmemory_policy", "unknown"))
     limit = int(info.get("maxmemory", 0) or 0)
     limit_text = f"maxmemory {human_bytes(limit)}" if limit else "no maxmemory limit"
-    if policy.startswith(SAFE_POLICIES):
+    risk = eviction_risk(policy, keys_expire)
+    if risk is None:
         return _check("maxmemory-policy", "ok", f"{policy} ({limit_text})")
-    return _check(
-        "maxmemory-policy",
-        "warn",
-        f"{policy} ({limit_text}): the server may evict single keys of a thread, which breaks "
-        "it; use noeviction or a volatile-* policy",
-    )
+    text = f"{policy} ({limit_text}): {risk}, and a thread that loses one cannot be read; {FIX}"
+    # (without a limit nothing is evicted, until one is set)
+    return _check("maxmemory-policy", "fail" if limit else "warn", text)
 
 
 def _persistence_check(client: redis.Redis) -> Check:
@@ -289,7 +313,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             raise CliError("doctor checks a single server, not a cluster")
         checks = [
             _from_info(client, "server", "server", _server),
-            _from_info(client, "memory", "maxmemory-policy", _memory),
+            _memory_check(client, KeySchema(saver.prefix)),
             _persistence_check(client),
         ]
         functions = _functions_check(client)
@@ -300,11 +324,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             _metadata_indexes_check(client, KeySchema(saver.prefix)),
         ]
         prefix = saver.prefix
+        repaired: list[str] = []
         try:
             problems = saver.check_invariants()
+            if getattr(args, "repair", False):
+                repaired = remove_orphans(client, problems)
+                if repaired:
+                    problems = saver.check_invariants()
         except redis.exceptions.NoPermissionError as exc:
             checks.append(_check("invariants", "unknown", refused("the check", exc)))
         else:
+            if repaired:
+                checks.append(
+                    _check("repair", "info", f"removed {len(repaired)} key(s) no index led to")
+                )
             broken = [p for p in problems if not p.stale]
             if broken:
                 status, text = "fail", f"{len(broken)} problem(s) under prefix {prefix!r}"
