@@ -79,10 +79,11 @@ def test_a_put_enters_its_thread_in_its_lists_first_and_rarely_again(
     calls = record_calls(saver, monkeypatch)
     md = {"user_id": "u1", "step": 0, "run_id": "r1", "score": 5, "source": "input"}
     [first] = chain(saver, "a", [md])
-    # the registry once, then the put refused, the thread entered in its three lists
-    # (user_id, source, the run) and they in the lists' registry (one pipeline), and the put
-    # again
+    # the store's format and the registry once, then the put refused, the thread entered in
+    # its three lists (user_id, source, the run) and they in the lists' registry (one
+    # pipeline), and the put again
     assert calls == [
+        "store_format",
         "register_metadata_index",
         "register_metadata_index",
         "put_checkpoint",
