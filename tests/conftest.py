@@ -351,6 +351,72 @@ class LocalCluster:
             node.stop()
 
 
+def wait_for(condition: Any, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+class ClusterWithReplica:
+    """A private 3-primary cluster whose first primary (slots 0-5460) has a replica, which
+    :meth:`fail_over` promotes by killing that primary."""
+
+    def __init__(self, directory: Path) -> None:
+        self.cluster = LocalCluster(directory).start()
+        (directory / "replica").mkdir()
+        self.replica = PrivateServer(directory / "replica", **self.cluster.nodes[0].config)
+        self.replica.port = _free_cluster_port()
+        self.admin = redis.Redis(port=self.replica.port)
+        try:
+            self.replica.start()
+            self._join()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _join(self) -> None:
+        first = self.cluster.nodes[0].port
+        primary_id = redis.Redis(port=first).execute_command("CLUSTER", "MYID")
+        self.admin.execute_command("CLUSTER", "MEET", "127.0.0.1", first)
+        wait_for(lambda: primary_id in self.admin.execute_command("CLUSTER", "NODES"), "the meet")
+        self.admin.execute_command("CLUSTER", "REPLICATE", primary_id)
+        wait_for(lambda: self.admin.info("replication").get("master_link_status") == "up",
+                 "the replica's link")  # fmt: skip
+
+    def url(self, node: int = 1) -> str:
+        return f"redis://127.0.0.1:{self.cluster.nodes[node].port}/0"
+
+    def _serves_slot_zero(self, node: PrivateServer) -> bool:
+        with redis.Redis(port=node.port) as other:
+            ranges = other.execute_command("CLUSTER", "SLOTS")
+        return any(r[0] == 0 and int(r[2][1]) == self.replica.port for r in ranges)
+
+    def fail_over(self) -> None:
+        """Kill the first primary; return once its replica is promoted and every node left
+        names it (gossip takes a moment: a slot map read right after the promotion may still
+        name the dead node)."""
+        self.cluster.nodes[0].kill()
+        wait_for(lambda: self.admin.execute_command("ROLE")[0] == b"master", "the failover")
+        for node in self.cluster.nodes[1:]:
+            wait_for(lambda node=node: self._serves_slot_zero(node), "the gossip")
+
+    def stop(self) -> None:
+        self.admin.close()
+        self.replica.stop()
+        self.cluster.stop()
+
+
+@contextlib.contextmanager
+def cluster_with_replica(directory: Path) -> Iterator[ClusterWithReplica]:
+    made = ClusterWithReplica(directory)
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("cluster")).start()

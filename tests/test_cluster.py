@@ -5,7 +5,6 @@ spread of threads over the nodes and a node restart mid-run."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,8 @@ from langgraph.checkpoint.rediskv.scripts import FUNCTION_OPS, function_library
 
 from .conftest import (
     LocalCluster,
-    PrivateServer,
     SlotMove,
-    _free_cluster_port,
+    cluster_with_replica,
     new_prefix,
     slot_moving,
 )
@@ -537,14 +535,6 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix_on_a_cluster(
             admin.close()
 
 
-def _wait_for(condition: Any, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_batch_after_a_failover_goes_to_the_new_primary(tmp_path: Path, mode: str) -> None:
     """A batch of scripts (a thread's threads-by-value entries, delete_for_runs, ...) sent
@@ -552,58 +542,28 @@ def test_a_batch_after_a_failover_goes_to_the_new_primary(tmp_path: Path, mode: 
     per retry, the others still bound for the dead node, so four or more calls on it failed
     with RedisUnavailableError although the cluster had recovered. (A private cluster with a
     replica of the first primary, which is killed.)"""
-    cluster = LocalCluster(tmp_path).start()
-    (tmp_path / "replica").mkdir()
-    replica = PrivateServer(tmp_path / "replica", **cluster.nodes[0].config)
-    replica.port = _free_cluster_port()
-    replica.start()
-    admin = redis.Redis(port=replica.port)
-    try:
-        primary_id = redis.Redis(port=cluster.nodes[0].port).execute_command("CLUSTER", "MYID")
-        admin.execute_command("CLUSTER", "MEET", "127.0.0.1", cluster.nodes[0].port)
-        _wait_for(lambda: primary_id in admin.execute_command("CLUSTER", "NODES"), "the meet")
-        admin.execute_command("CLUSTER", "REPLICATE", primary_id)
-        _wait_for(lambda: admin.info("replication").get("master_link_status") == "up",
-                  "the replica's link")  # fmt: skip
+    with cluster_with_replica(tmp_path) as cluster:
         prefix = new_prefix()
         # keys in the first primary's slots (0-5460)
         keys = [k for k in (f"{prefix}:probe{{{i}}}" for i in range(200))
                 if key_slot(k.encode()) <= 5460][:5]  # fmt: skip
         calls = [ScriptCall("register_metadata_index", (k,), ("ready", "a")) for k in keys]
-        url = f"redis://127.0.0.1:{cluster.nodes[1].port}/0"
-
-        def slot_zero_served_by_the_replica(node: PrivateServer) -> bool:
-            with redis.Redis(port=node.port) as other:
-                ranges = other.execute_command("CLUSTER", "SLOTS")
-            return any(r[0] == 0 and int(r[2][1]) == replica.port for r in ranges)
-
-        def fail_over() -> None:
-            cluster.nodes[0].kill()
-            _wait_for(lambda: admin.execute_command("ROLE")[0] == b"master", "the failover")
-            # recovered: every node left names the new primary (gossip takes a moment; the
-            # slot map read right after the promotion may still name the dead one)
-            for node in cluster.nodes[1:]:
-                _wait_for(lambda node=node: slot_zero_served_by_the_replica(node), "the gossip")
-
+        url = cluster.url()
         if mode == "sync":
             with RedisSaver(url, cluster=True, prefix=prefix) as saver:
                 assert saver._batch_on_cluster(calls) == [1] * 5  # (the slot map learnt)
-                fail_over()
+                cluster.fail_over()
                 assert saver._batch_on_cluster(calls) == [0] * 5  # (the replica has them)
         else:
 
             async def scenario() -> None:
                 async with AsyncRedisSaver(url, cluster=True, prefix=prefix) as saver:
                     assert await saver._batch_on_cluster(calls) == [1] * 5
-                    fail_over()
+                    cluster.fail_over()
                     assert await saver._batch_on_cluster(calls) == [0] * 5
 
             asyncio.run(scenario())
-        assert [admin.hget(k, "a") for k in keys] == [b"ready"] * 5
-    finally:
-        admin.close()
-        replica.stop()
-        cluster.stop()
+        assert [cluster.admin.hget(k, "a") for k in keys] == [b"ready"] * 5
 
 
 def test_a_cluster_that_is_down_is_unavailable(tmp_path: Path) -> None:

@@ -4,28 +4,17 @@ lists that a failover lost, and ``wait_for_replicas`` sent to the primary that t
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
 from redis.cluster import RedisCluster, key_slot
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, ReplicationError
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 from langgraph.checkpoint.rediskv.lists import run_suffix
 
-from .conftest import LocalCluster, PrivateServer, _free_cluster_port, new_prefix, slot_moving
+from .conftest import LocalCluster, cluster_with_replica, new_prefix, slot_moving
 from .test_contract import cfg, chain, make_checkpoint
-
-
-def _wait_for(condition: Any, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_a_write_ahead_a_failover_lost_is_found_and_entered_again(
@@ -94,38 +83,17 @@ def test_wait_for_replicas_waits_on_the_primary_that_took_the_write(
     is a ReplicationError: WAIT went to the node of the write, not to any node. After the
     failover the saver's next put goes to the promoted replica (which has no replica: a
     ReplicationError again, the put stored)."""
-    cluster = LocalCluster(tmp_path).start()
-    (tmp_path / "replica").mkdir()
-    replica = PrivateServer(tmp_path / "replica", **cluster.nodes[0].config)
-    replica.port = _free_cluster_port()
-    replica.start()
-    admin = redis.Redis(port=replica.port)
-    try:
-        primary_id = redis.Redis(port=cluster.nodes[0].port).execute_command("CLUSTER", "MYID")
-        admin.execute_command("CLUSTER", "MEET", "127.0.0.1", cluster.nodes[0].port)
-        _wait_for(lambda: primary_id in admin.execute_command("CLUSTER", "NODES"), "the meet")
-        admin.execute_command("CLUSTER", "REPLICATE", primary_id)
-        _wait_for(lambda: admin.info("replication").get("master_link_status") == "up",
-                  "the replica's link")  # fmt: skip
+    with cluster_with_replica(tmp_path) as cluster:
         prefix = new_prefix()
         replicated = _thread_in_slots(prefix, 0, 5460)
         alone = _thread_in_slots(prefix, 5461, 10922)
-        url = f"redis://127.0.0.1:{cluster.nodes[1].port}/0"
+        url = cluster.url()
         options = {"cluster": True, "prefix": prefix, "wait_for_replicas": 1, "wait_timeout": 0.2}
         kept = make_checkpoint({"n": 1}, {"n": "1"})
         refused = make_checkpoint({"n": 1}, {"n": "1"})
         after = make_checkpoint({"n": 2}, {"n": "2"})
 
-        def slot_zero_served_by_the_replica(node: PrivateServer) -> bool:
-            with redis.Redis(port=node.port) as other:
-                ranges = other.execute_command("CLUSTER", "SLOTS")
-            return any(r[0] == 0 and int(r[2][1]) == replica.port for r in ranges)
-
-        def fail_over() -> None:
-            cluster.nodes[0].kill()
-            _wait_for(lambda: admin.execute_command("ROLE")[0] == b"master", "the failover")
-            for node in cluster.nodes[1:]:
-                _wait_for(lambda node=node: slot_zero_served_by_the_replica(node), "the gossip")
+        fail_over = cluster.fail_over
 
         errors: list[str] = []
         if mode == "sync":
@@ -157,17 +125,13 @@ def test_wait_for_replicas_waits_on_the_primary_that_took_the_write(
             "put_checkpoint: only 0 of the 1 replicas asked for (wait_for_replicas) "
             "acknowledged the write"
         ] * 2
-        with RedisSaver(f"redis://127.0.0.1:{replica.port}/0", cluster=True,
+        with RedisSaver(f"redis://127.0.0.1:{cluster.replica.port}/0", cluster=True,
                         prefix=prefix) as reader:  # fmt: skip
             history = [t.checkpoint["id"] for t in reader.list(cfg(replicated))]
             assert history == [after["id"], kept["id"]]  # (kept: acknowledged before)
             written = reader.get_tuple(cfg(alone))  # (the write itself happened)
             assert written is not None and written.checkpoint["id"] == refused["id"]
             assert reader.check_invariants() == []
-    finally:
-        admin.close()
-        replica.stop()
-        cluster.stop()
 
 
 @pytest.mark.parametrize("moved_before_the_call", [0, 5])
