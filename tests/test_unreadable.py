@@ -434,3 +434,49 @@ def test_keep_last_put_over_a_parent_cut_in_its_writes(
         assert got is not None and got.checkpoint["id"] == "cp-1"
         saver.delete_thread("t")
         assert thread_keys(client, prefix, "t") == []
+
+
+def test_keep_last_trims_past_more_unreadable_records_than_a_step(
+    server_url: str, saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """Unreadable checkpoints stay where they are, the oldest of the namespace: a put looked at
+    its oldest 8 (TRIM_STEP) only, so with 8 or more of them it trimmed nothing again and the
+    history grew with every put. A put now passes up to 64 of them (TRIM_EXAMINED)."""
+    chat = Chat("t")
+    for _ in range(12):
+        chat.turn(saver)  # (without keep_last)
+    keys = [checkpoint_key(prefix, "t", i) for i, _ in chat.put[:10]]
+    for key in keys:
+        spoil(client, key, noise)
+    with RedisSaver(server_url, prefix=prefix, keep_last=2) as trimming:
+        for _ in range(3):
+            chat.turn(trimming)
+        kept = [i for i, _ in chat.put[-2:]]
+        index = KeySchema(prefix).index(KeySchema.tag("t"), "")
+        assert client.zrange(index, 0, -1) == [i.encode() for i, _ in chat.put[:10]] + [
+            i.encode() for i in kept
+        ]
+        chat.check(trimming, kept)
+        assert keys_of(client, f"{prefix}:lb:*") == []
+        # the blobs of the unreadable ones stay (their refs are unknown), but for one they
+        # shared with checkpoints trimmed since: messages:00000008, a base turns 11 and 12 listed
+        unlisted = sorted(f"{c}:{t:08d}" for t in range(1, 11) for c in ("messages", "turn"))
+        unlisted.remove("messages:00000008")
+        blobs = {b.split("::", 1)[1]: b for b in keys_of(client, f"{prefix}:blob:*")}
+        assert sorted(blobs) == sorted(
+            [
+                *unlisted,
+                "messages:00000013",
+                "messages:00000014",
+                "messages:00000015",
+                "turn:00000014",
+                "turn:00000015",
+            ]
+        )
+        expected = [("unreadable record", key, False) for key in keys] + [
+            ("key not reachable from any index", blobs[ref], False) for ref in unlisted
+        ]
+        problems = [(p.problem, p.key, p.stale) for p in trimming.check_invariants()]
+        assert problems == sorted(expected, key=lambda p: (p[1], p[0]))
+        trimming.delete_thread("t")
+        assert thread_keys(client, prefix, "t") == []

@@ -14,6 +14,10 @@
 -- Checkpoints (and parked blobs) removed per put at most: a long thread that keep_last is
 -- turned on for shrinks over its next puts, at a constant cost per put.
 local TRIM_STEP = 8
+-- Old checkpoints looked at per put at most. One whose record cannot be read stays where it is
+-- (drop_checkpoint: its blobs and index entries are unknown; a delete removes it), so every
+-- put passes it again; a namespace with more of them than this is not trimmed past them.
+local TRIM_EXAMINED = 64
 
 -- The "df" field of a new checkpoint with parent `parent` ("" for none). `counters`: the
 -- canonical JSON of its metadata counters_since_delta_snapshot (nil when absent); `refs`: the
@@ -103,10 +107,11 @@ local function trim_history(K, ns, keep)
     end
     if seed and (floor == nil or seed < floor) then floor = seed end
   end
-  local refs, trimmed = {}, 0
-  for _, id in ipairs(redis.call("ZRANGE", index, 0, math.min(excess, TRIM_STEP) - 1)) do
-    if floor and id >= floor then break end
-    drop_checkpoint(K, ns, id, refs)
+  -- trimmed: the old checkpoints done with, those that cannot be read (left in place) too
+  local refs, trimmed, dropped = {}, 0, 0
+  for _, id in ipairs(redis.call("ZRANGE", index, 0, math.min(excess, TRIM_EXAMINED) - 1)) do
+    if dropped == TRIM_STEP or floor and id >= floor then break end
+    if drop_checkpoint(K, ns, id, refs) then dropped = dropped + 1 end
     trimmed = trimmed + 1
   end
   -- The checkpoint that just left the window, if not trimmed yet: when it rebuilds delta
