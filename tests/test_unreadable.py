@@ -5,10 +5,10 @@ delete_thread removes every key of the thread, the unreadable records too (it fi
 checkpoint by its key names, and the blobs only such a record referenced by the thread's blob
 key pattern), and the id is usable again. prune and delete_for_runs leave an unreadable
 checkpoint in place (removing it would leave the blobs only it references, and its index
-entries, where nothing finds them again) and finish their job. copy_thread refuses with an
-error that names the record, leaving the source untouched and the target as it was.
-get_tuple and list name the record. check_invariants and ``rediskv doctor`` report
-"unreadable record <key>".
+entries, where nothing finds them again) and finish their job; so does the trim of a put with
+keep_last, and the put is stored. copy_thread refuses with an error that names the record,
+leaving the source untouched and the target as it was. get_tuple and list name the record.
+check_invariants and ``rediskv doctor`` report "unreadable record <key>".
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 import redis
+from langgraph.checkpoint.base import empty_checkpoint
 from redis.cluster import RedisCluster
 
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, parse_record
 
-from .conftest import LocalCluster, data_keys, keys_of, new_prefix, snapshot
+from .conftest import LocalCluster, data_keys, keys_of, new_prefix, record_of, snapshot
 from .test_cli import Cli
 from .test_contract import cfg
 from .test_reference_compression import Chat
@@ -307,3 +308,175 @@ def test_set_thread_ttl_finishes_over_an_unreadable_record(
     assert 0 < client.ttl(latest) <= 120
     chat.turn(saver)
     chat.check(saver, [chat.put[5][0]])
+
+
+@pytest.mark.parametrize("keep", [2, 3])
+@pytest.mark.parametrize("spoiled", ["oldest kept", "latest"])
+def test_keep_last_puts_go_on_over_an_unreadable_record(
+    server_url: str,
+    client: redis.Redis,
+    prefix: str,
+    corrupt: Callable[[bytes], bytes],
+    keep: int,
+    spoiled: str,
+) -> None:
+    """A saver with keep_last trims on every put: it raised at an unreadable record among the
+    checkpoints it keeps (or the one leaving the window), so every later put of the thread
+    failed. The unreadable checkpoint now needs nothing older kept, and once out of the window
+    it stays, as prune leaves it (its blobs and index entries are unknown); a delete removes
+    it."""
+    with RedisSaver(server_url, prefix=prefix, keep_last=keep) as saver:
+        chat = Chat("t")
+        for _ in range(5):
+            chat.turn(saver)
+        turn = 5 - keep + 1 if spoiled == "oldest kept" else 5  # (1-based)
+        key = checkpoint_key(prefix, "t", chat.put[turn - 1][0])
+        spoil(client, key, corrupt)
+        for _ in range(4):
+            chat.turn(saver)
+        kept = [i for i, _ in chat.put[-keep:]]
+        index = KeySchema(prefix).index(KeySchema.tag("t"), "")
+        left = [] if corrupt is truncated else [chat.put[turn - 1][0]]
+        # (truncated: the small fields a trim reads are whole, so it goes as any other)
+        assert client.zrange(index, 0, -1) == [i.encode() for i in left + kept]
+        chat.check(saver, kept)
+        assert [t.checkpoint["id"] for t in saver.list(cfg("t"), limit=keep)] == kept[::-1]
+        if corrupt is not truncated:  # the whole history names it, as after a prune
+            with pytest.raises(ValueError, match=f"^corrupt checkpoint record {re.escape(key)}: "):
+                list(saver.list(cfg("t")))
+        assert keys_of(client, f"{prefix}:gc:*") == []
+        problems = [(p.problem, p.key, p.stale) for p in saver.check_invariants()]
+        if corrupt is truncated:
+            assert problems == []
+        else:  # (the turn's blobs are listed by the unreadable record only)
+            assert problems == problems_of_unreadable(client, prefix, key, turn)
+        saver.delete_thread("t")
+        assert thread_keys(client, prefix, "t") == []
+
+
+@pytest.mark.parametrize("spoiled", ["parent", "leaving"])
+def test_keep_last_puts_of_delta_channels_go_on_over_an_unreadable_record(
+    server_url: str,
+    client: redis.Redis,
+    prefix: str,
+    corrupt: Callable[[bytes], bytes],
+    spoiled: str,
+) -> None:
+    """A hand-written delta channel "d" under keep_last=2: cp-0 and cp-5 store its value, the
+    others rebuild it (their metadata counters_since_delta_snapshot lists it) from their
+    ancestors, which the trim keeps (hidden once out of the window). The put read the "df"
+    seeds of its parent, and hid the checkpoint leaving the window: both raised at a record
+    they could not read. Past an unreadable parent nothing rebuilds the channel, so the put
+    keeps nothing older for it; an unreadable checkpoint leaving the window is not hidden
+    (reads name it)."""
+    ids = [f"cp-{i}" for i in range(7)]
+
+    def put(saver: RedisSaver, i: int) -> None:
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = ids[i]
+        checkpoint["channel_versions"] = {"d": f"{i}.d"}
+        stored = {"d": f"s{i}"} if i in (0, 5) else {}
+        checkpoint["channel_values"] = dict(stored)
+        counters = {} if stored else {"d": i}
+        config = saver.put(
+            cfg("t", "", ids[i - 1] if i else None),
+            checkpoint,
+            {"step": i, "counters_since_delta_snapshot": counters},
+            {c: f"{i}.d" for c in stored},
+        )
+        saver.put_writes(config, [("d", f"w{i}")], f"task-{i}")
+
+    with RedisSaver(server_url, prefix=prefix, keep_last=2) as saver:
+        for i in range(4):
+            put(saver, i)
+        index = KeySchema(prefix).index(KeySchema.tag("t"), "")
+        assert client.zrange(index, 0, -1) == [i.encode() for i in ids[:4]]  # (cp-0: the seed)
+        at = 3 if spoiled == "parent" else 2  # (cp-2 leaves the window at the next put)
+        key = checkpoint_key(prefix, "t", ids[at])
+        spoil(client, key, corrupt)
+        for i in range(4, 7):
+            put(saver, i)
+        left = [] if corrupt is truncated else [ids[at]]
+        assert client.zrange(index, 0, -1) == [i.encode() for i in left + ids[5:]]
+        latest = saver.get_tuple(cfg("t"))
+        assert latest is not None
+        assert (latest.checkpoint["id"], latest.checkpoint["channel_values"]) == (ids[6], {})
+        assert latest.pending_writes == [("task-6", "d", "w6")]
+        seed = saver.get_tuple(cfg("t", "", ids[5]))
+        assert seed is not None
+        assert seed.checkpoint["channel_values"] == {"d": "s5"}
+        assert saver.get_delta_channel_history(config=cfg("t"), channels=["d"]) == {
+            "d": {"seed": "s5", "writes": [("task-5", "d", "w5")]}
+        }
+        problems = [(p.problem, p.key, p.stale) for p in saver.check_invariants()]
+        assert problems == ([] if corrupt is truncated else [("unreadable record", key, False)])
+        saver.delete_thread("t")
+        assert thread_keys(client, prefix, "t") == []
+
+
+def test_keep_last_put_over_a_parent_cut_in_its_writes(
+    server_url: str, client: redis.Redis, prefix: str
+) -> None:
+    """A delta channel the parent neither stores nor inherits a seed for: the put reads the
+    parent's writes to find where it starts, and raised when the record was cut in them. The
+    parent is then taken as the seed (kept while the child is)."""
+    with RedisSaver(server_url, prefix=prefix, keep_last=2) as saver:
+        parent = empty_checkpoint()
+        parent["id"] = "cp-0"
+        config = saver.put(cfg("t"), parent, {"counters_since_delta_snapshot": {}}, {})
+        saver.put_writes(config, [("d", "w0")], "task-0")
+        spoil(client, checkpoint_key(prefix, "t", "cp-0"), truncated)
+        child = empty_checkpoint()
+        child["id"] = "cp-1"
+        saver.put(cfg("t", "", "cp-0"), child, {"counters_since_delta_snapshot": {"d": 1}}, {})
+        assert record_of(client, checkpoint_key(prefix, "t", "cp-1"))["df"] == b"d=cp-0"
+        got = saver.get_tuple(cfg("t"))
+        assert got is not None and got.checkpoint["id"] == "cp-1"
+        saver.delete_thread("t")
+        assert thread_keys(client, prefix, "t") == []
+
+
+def test_keep_last_trims_past_more_unreadable_records_than_a_step(
+    server_url: str, saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """Unreadable checkpoints stay where they are, the oldest of the namespace: a put looked at
+    its oldest 8 (TRIM_STEP) only, so with 8 or more of them it trimmed nothing again and the
+    history grew with every put. A put now passes up to 64 of them (TRIM_EXAMINED)."""
+    chat = Chat("t")
+    for _ in range(12):
+        chat.turn(saver)  # (without keep_last)
+    keys = [checkpoint_key(prefix, "t", i) for i, _ in chat.put[:10]]
+    for key in keys:
+        spoil(client, key, noise)
+    with RedisSaver(server_url, prefix=prefix, keep_last=2) as trimming:
+        for _ in range(3):
+            chat.turn(trimming)
+        kept = [i for i, _ in chat.put[-2:]]
+        index = KeySchema(prefix).index(KeySchema.tag("t"), "")
+        assert client.zrange(index, 0, -1) == [i.encode() for i, _ in chat.put[:10]] + [
+            i.encode() for i in kept
+        ]
+        chat.check(trimming, kept)
+        assert keys_of(client, f"{prefix}:lb:*") == []
+        # the blobs of the unreadable ones stay (their refs are unknown), but for one they
+        # shared with checkpoints trimmed since: messages:00000008, a base turns 11 and 12 listed
+        unlisted = sorted(f"{c}:{t:08d}" for t in range(1, 11) for c in ("messages", "turn"))
+        unlisted.remove("messages:00000008")
+        blobs = {b.split("::", 1)[1]: b for b in keys_of(client, f"{prefix}:blob:*")}
+        assert sorted(blobs) == sorted(
+            [
+                *unlisted,
+                "messages:00000013",
+                "messages:00000014",
+                "messages:00000015",
+                "turn:00000014",
+                "turn:00000015",
+            ]
+        )
+        expected = [("unreadable record", key, False) for key in keys] + [
+            ("key not reachable from any index", blobs[ref], False) for ref in unlisted
+        ]
+        problems = [(p.problem, p.key, p.stale) for p in trimming.check_invariants()]
+        assert problems == sorted(expected, key=lambda p: (p[1], p[0]))
+        trimming.delete_thread("t")
+        assert thread_keys(client, prefix, "t") == []

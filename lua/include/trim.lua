@@ -14,6 +14,10 @@
 -- Checkpoints (and parked blobs) removed per put at most: a long thread that keep_last is
 -- turned on for shrinks over its next puts, at a constant cost per put.
 local TRIM_STEP = 8
+-- Old checkpoints looked at per put at most. One whose record cannot be read stays where it is
+-- (drop_checkpoint: its blobs and index entries are unknown; a delete removes it), so every
+-- put passes it again; a namespace with more of them than this is not trimmed past them.
+local TRIM_EXAMINED = 64
 
 -- The "df" field of a new checkpoint with parent `parent` ("" for none). `counters`: the
 -- canonical JSON of its metadata counters_since_delta_snapshot (nil when absent); `refs`: the
@@ -26,8 +30,10 @@ local function delta_seeds(K, ns, parent, counters, refs)
   for name in pairs(decoded) do open[enc(tostring(name))] = true end
   for _, ref in ipairs(refs) do open[ref_channel(ref)] = nil end  -- snapshotted here
   if next(open) == nil then return "" end
-  local fields = record_fields(K.checkpoint(ns, parent), "bv", "df")
-  if not fields[1] then return "" end  -- no parent record: nothing older is read
+  -- no parent record, or one that cannot be read: nothing older is read (past a parent that
+  -- cannot be read no reader rebuilds the channels, whatever is kept)
+  local fields = readable_record_fields(K.checkpoint(ns, parent), "bv", "df")
+  if not fields or not fields[1] then return "" end
   local at_parent = {}
   for _, ref in ipairs(value_refs(fields[1])) do at_parent[ref_channel(ref)] = true end
   local inherited = {}
@@ -47,12 +53,14 @@ local function delta_seeds(K, ns, parent, counters, refs)
       -- no state before the parent: what the parent's writes hold is all there is, and a
       -- channel never written (LangGraph lists it, and never snapshots it) needs nothing
       if written_at_parent == nil then
-        written_at_parent = {}
-        for _, write in ipairs(checkpoint_write_records(K, ns, parent)) do
+        -- false when they cannot be read (a record cut in them): the parent is then the seed
+        local readable, writes = pcall(checkpoint_write_records, K, ns, parent)
+        written_at_parent = readable and {}
+        for _, write in ipairs(readable and writes or {}) do
           written_at_parent[enc(record_channel(write))] = true
         end
       end
-      if written_at_parent[channel] then seed = enc(parent) end
+      if not written_at_parent or written_at_parent[channel] then seed = enc(parent) end
     else
       seed = "?"
     end
@@ -78,15 +86,20 @@ end
 -- with its writes and index entries; its blobs go unless a kept checkpoint uses them. While
 -- more than `keep` remain (a long thread being shrunk), blobs no kept checkpoint uses are
 -- parked in the loose-blob set; once only the kept ones remain, up to TRIM_STEP parked ones
--- are dropped per put.
+-- are dropped per put. A checkpoint whose record cannot be read never stops a put: in the
+-- window it needs nothing older, and out of it it stays, as prune leaves it (its blob refs,
+-- run and metadata index entries are unknown: removed, they would be left where nothing finds
+-- them again; delete_thread removes it whole, its blobs by the key pattern). Blobs it shares
+-- with trimmed checkpoints go with them.
 local function trim_history(K, ns, keep)
   local index = K.index(ns)
   local excess = redis.call("ZCARD", index) - keep
   if excess <= 0 then return end
   local floor, used = nil, {}
   for _, id in ipairs(redis.call("ZRANGE", index, -keep, -1)) do
-    local fields = record_fields(K.checkpoint(ns, id), "bv", "df", "m:counters_since_delta_snapshot"
-    )
+    -- a kept record that cannot be read needs nothing older: no reader rebuilds its channels
+    local fields = readable_record_fields(K.checkpoint(ns, id), "bv", "df",
+      "m:counters_since_delta_snapshot") or {}
     for _, ref in ipairs(split_refs(fields[1])) do used[ref] = true end
     local seed = oldest_seed(fields[2])
     if fields[1] and not fields[2] and fields[3] and fields[3] ~= "null" and fields[3] ~= "{}" then
@@ -94,10 +107,11 @@ local function trim_history(K, ns, keep)
     end
     if seed and (floor == nil or seed < floor) then floor = seed end
   end
-  local refs, trimmed = {}, 0
-  for _, id in ipairs(redis.call("ZRANGE", index, 0, math.min(excess, TRIM_STEP) - 1)) do
-    if floor and id >= floor then break end
-    drop_checkpoint(K, ns, id, refs)
+  -- trimmed: the old checkpoints done with, those that cannot be read (left in place) too
+  local refs, trimmed, dropped = {}, 0, 0
+  for _, id in ipairs(redis.call("ZRANGE", index, 0, math.min(excess, TRIM_EXAMINED) - 1)) do
+    if dropped == TRIM_STEP or floor and id >= floor then break end
+    if drop_checkpoint(K, ns, id, refs) then dropped = dropped + 1 end
     trimmed = trimmed + 1
   end
   -- The checkpoint that just left the window, if not trimmed yet: when it rebuilds delta
@@ -107,10 +121,12 @@ local function trim_history(K, ns, keep)
   local leaving = redis.call("ZRANGE", index, -(keep + 1), -(keep + 1))[1]
   if leaving then
     local key = K.checkpoint(ns, leaving)
-    local fields = record_fields(key, "bv", "df", "m:counters_since_delta_snapshot", "h")
+    -- (one that cannot be read is not hidden: reads name it)
+    local fields = readable_record_fields(key, "bv", "df", "m:counters_since_delta_snapshot",
+      "h") or {}
     local unknown = not fields[2] and fields[3] and fields[3] ~= "null" and fields[3] ~= "{}"
     if fields[1] and not fields[4] and (oldest_seed(fields[2]) or unknown) then
-      set_record_field(key, "h", "1")
+      pcall(set_record_field, key, "h", "1")  -- (a record cut in its large fields stays as it is)
     end
   end
   local loose = K.loose_blobs(ns)
