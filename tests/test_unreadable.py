@@ -100,12 +100,13 @@ def chat_with_unreadable(
 
 def problems_of_unreadable(client: redis.Redis, prefix: str, key: str, turn: int) -> list[Any]:
     """What check_invariants reports for the unreadable record `key` of a chat's turn: the
-    record, and its blobs (the turn's new values), which no record that can be read lists."""
+    record, and its blobs (the turn's new values), which no record that can be read lists:
+    only the unreadable one may, so they are not orphans for doctor --repair to remove."""
     blobs = keys_of(client, f"{prefix}:blob:*:{turn:08d}")
     assert len(blobs) == 2  # (messages, turn)
     return sorted(
         [("unreadable record", key, False)]
-        + [("key not reachable from any index", blob, False) for blob in blobs],
+        + [("blob that only an unreadable record may reference", blob, False) for blob in blobs],
         key=lambda p: (p[1], p[0]),
     )
 
@@ -474,9 +475,43 @@ def test_keep_last_trims_past_more_unreadable_records_than_a_step(
             ]
         )
         expected = [("unreadable record", key, False) for key in keys] + [
-            ("key not reachable from any index", blobs[ref], False) for ref in unlisted
+            ("blob that only an unreadable record may reference", blobs[ref], False)
+            for ref in unlisted
         ]
         problems = [(p.problem, p.key, p.stale) for p in trimming.check_invariants()]
         assert problems == sorted(expected, key=lambda p: (p[1], p[0]))
         trimming.delete_thread("t")
         assert thread_keys(client, prefix, "t") == []
+
+
+@pytest.mark.parametrize("spoiled", [noise, truncated], ids=["random", "truncated"])
+def test_doctor_repair_leaves_the_blobs_of_an_unreadable_record(
+    server_url: str, client: redis.Redis, prefix: str, spoiled: Callable[[bytes], bytes]
+) -> None:
+    """doctor --repair removed a blob only an unreadable record referenced, as a key no index
+    led to: the record may be of a layout another release reads (and cut short, its bv is
+    whole), so it must keep its values, as prune and keep_last leave them."""
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"big": os.urandom(5000)}  # stored as a blob
+    checkpoint["channel_versions"] = {"big": 1}
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        saver.put(cfg("t"), checkpoint, {}, {"big": 1})
+    key = checkpoint_key(prefix, "t", checkpoint["id"])
+    blob = KeySchema(prefix).blob(KeySchema.tag("t"), "", "big", 1)
+    assert client.exists(blob) == 1
+    spoil(client, key, spoiled)
+    before = snapshot(client, f"{prefix}:*")
+    result = Cli(server_url, prefix).run("doctor", "--repair")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert not any("repair" in line for line in lines[:-3])
+    assert lines[-3:] == [
+        f"  blob that only an unreadable record may reference: {blob}",
+        f"  unreadable record: {key}",
+        "doctor found problems (exit code 2)",
+    ]
+    assert snapshot(client, f"{prefix}:*") == before
+    with RedisSaver(server_url, prefix=prefix) as saver:
+        saver.delete_thread("t")
+    assert thread_keys(client, prefix, "t") == []

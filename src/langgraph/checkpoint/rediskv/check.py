@@ -2,7 +2,8 @@
 
 It reports index entries whose key is missing, checkpoints whose blobs are missing, writes
 stored for a checkpoint that is not in its namespace index, and keys that no index leads to (a
-checkpoint without its index entry, an orphan blob or writes hash). Each thread is checked in
+checkpoint without its index entry, an orphan blob or writes hash; a blob that only an
+unreadable record may reference is not an orphan). Each thread is checked in
 bounded steps (``lua/check_thread.lua``), so a giant thread never holds the server for long.
 A thread with jobs still pending (a delete, prune or copy whose client died midway, see
 ``bulk.py``) is reaped first. On a store with a TTL, keys that expire one after the other can
@@ -21,6 +22,10 @@ from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall
 
 ORPHAN = "key not reachable from any index"
 EXPIRING_ORPHAN = "key not reachable from any index, expiring"
+# a blob no readable record lists, in a namespace with a record the scripts cannot parse: that
+# record may list it (a layout another release reads, or one cut short with its bv whole), so
+# it is not an orphan to remove (remove_orphans); it goes with the record (delete_thread)
+UNREADABLE_BLOB = "blob that only an unreadable record may reference"
 # keys examined per check_thread call (about 10 ms of server time)
 CHECK_STEP = 1000
 
@@ -154,6 +159,14 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
                 else:
                     del walks[tag]
     orphans = {tag: sorted(keys - reachable[tag]) for tag, keys in keys_by_tag.items()}
+    # "P:blob:{T}:N:" of each namespace with an unreadable record "P:cp:{T}:N:ID" (an encoded
+    # part holds no ":", so the stem names one namespace)
+    cp_start, blob_start = f"{core.keys.prefix}:cp:", f"{core.keys.prefix}:blob:"
+    unreadable_stems = tuple(
+        blob_start + p.key[len(cp_start) :].rsplit(":", 1)[0] + ":"
+        for p in found
+        if p.problem == "unreadable record" and p.key.startswith(cp_start)
+    )
     orphans = {tag: keys for tag, keys in orphans.items() if keys}
     tags = sorted(orphans)
     for start in range(0, len(tags), bulk.BATCH_SIZE):
@@ -171,6 +184,10 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
             for key, left in zip(orphans[tag], lefts, strict=True):
                 # with an expiry it goes by itself (a blob that outlived the checkpoints that
                 # shared it, under a shorter ttl): stale; without one it is a leak
-                if left != -2:
+                if left == -2:
+                    continue
+                if unreadable_stems and key.startswith(unreadable_stems):
+                    found.add(Problem(UNREADABLE_BLOB, key))
+                else:
                     found.add(Problem(ORPHAN if left == -1 else EXPIRING_ORPHAN, key))
     return sorted(found, key=lambda p: (p.key, p.problem))
