@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import redis
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langgraph.checkpoint.rediskv import CheckpointLostError, RedisSaver
@@ -268,3 +270,187 @@ def test_doctor_repair_removes_the_blobs_of_an_evicted_record(
     assert (code, checks["repair"], checks["invariants"]) == (0, "info", "warn")
     assert client.exists(blob) == 0
     assert [p for p in saver.check_invariants() if not p.stale] == []
+
+
+# -- no false alarms: a thread that lost nothing never raises CheckpointLostError ------------
+# A namespace may hold pending writes before its first checkpoint (LangGraph stores a task's
+# writes as they come): such a namespace has no index, and neither does one the thread never
+# had. Each sequence below is legal, evicts nothing, and reads back exactly.
+
+SUB = "sub:1"
+
+
+def ns_cfg(ns: str, checkpoint_id: str | None = None) -> Any:
+    configurable = {"thread_id": "t", "checkpoint_ns": ns}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def stored_checkpoint(checkpoint_id: str, n: int) -> Checkpoint:
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = checkpoint_id
+    checkpoint["channel_values"] = {"x": n}
+    checkpoint["channel_versions"] = {"x": str(n)}
+    return checkpoint
+
+
+# steps: ("put", ns, n, run id): checkpoint n (ids ascend with n), its parent n - 1 when that
+# was put in ns; ("writes", ns, n): a pending write against checkpoint n's id in ns (n may be
+# put in another namespace, or nowhere); ("delete_for_runs", run id); ("prune",)
+SEQUENCES: dict[str, tuple[list[tuple[Any, ...]], dict[str, int | None], list[int]]] = {
+    # (steps, the checkpoint get_tuple gives per namespace, the ids list gives, newest first)
+    "writes only in a subgraph after the graph's checkpoint": (
+        [("put", "", 2, "runB"), ("writes", SUB, 1)],
+        {"": 2, SUB: None},
+        [2],
+    ),
+    "writes only in a subgraph before the graph's checkpoint": (
+        [("writes", SUB, 1), ("put", "", 2, "runB")],
+        {"": 2, SUB: None},
+        [2],
+    ),
+    "writes only in a subgraph, against the graph's checkpoint": (
+        [("put", "", 1, "runA"), ("writes", SUB, 1)],
+        {"": 1, SUB: None},
+        [1],
+    ),
+    "writes only in the graph's namespace after a subgraph's checkpoint": (
+        [("put", SUB, 2, "runB"), ("writes", "", 1)],
+        {"": None, SUB: 2},
+        [2],
+    ),
+    "writes only in the graph's namespace before a subgraph's checkpoint": (
+        [("writes", "", 1), ("put", SUB, 2, "runB")],
+        {"": None, SUB: 2},
+        [2],
+    ),
+    "checkpoints only in a subgraph": (
+        [("put", SUB, 1, "runA"), ("put", SUB, 2, "runA")],
+        {"": None, SUB: 2, "sub:9": None},
+        [2, 1],
+    ),
+    "a namespace the thread never had": (
+        [("put", "", 1, "runA"), ("writes", "", 1)],
+        {"": 1, SUB: None, "sub:9": None},
+        [1],
+    ),
+    "writes only in both namespaces": (
+        [("writes", "", 1), ("writes", SUB, 2)],
+        {"": None, SUB: None},
+        [],
+    ),
+    "delete_for_runs took a namespace's checkpoints, not its writes stored before them": (
+        [
+            ("put", "", 1, "runA"),
+            ("writes", "", 3),
+            ("put", SUB, 2, "runB"),
+            ("delete_for_runs", "runA"),
+        ],
+        {"": None, SUB: 2},
+        [2],
+    ),
+    "delete_for_runs took every checkpoint, a subgraph holds only writes": (
+        [
+            ("put", "", 1, "runA"),
+            ("put", "", 2, "runA"),
+            ("writes", SUB, 3),
+            ("delete_for_runs", "runA"),
+        ],
+        {"": None, SUB: None},
+        [],
+    ),
+    "delete_for_runs took the subgraph's checkpoints, the graph holds only writes": (
+        [
+            ("writes", "", 3),
+            ("put", SUB, 1, "runA"),
+            ("put", SUB, 2, "runB"),
+            ("delete_for_runs", "runA"),
+            ("delete_for_runs", "runB"),
+        ],
+        {"": None, SUB: None},
+        [],
+    ),
+    "prune beside a namespace that holds only writes": (
+        [("put", "", 1, "runA"), ("put", "", 2, "runA"), ("writes", SUB, 3), ("prune",)],
+        {"": 2, SUB: None},
+        [2],
+    ),
+    "prune of a subgraph's checkpoints beside the graph's writes": (
+        [("writes", "", 3), ("put", SUB, 1, "runA"), ("put", SUB, 2, "runA"), ("prune",)],
+        {"": None, SUB: 2},
+        [2],
+    ),
+}
+
+
+@pytest.mark.parametrize("sequence", list(SEQUENCES))
+def test_no_false_alarm_on_a_namespace_without_checkpoints(
+    saver: RedisSaver, sequence: str
+) -> None:
+    steps, latest, listed = SEQUENCES[sequence]
+    ids = sorted(str(uuid6(clock_seq=-1)) for _ in range(4))
+    put_in: dict[int, str] = {}
+    for step in steps:
+        if step[0] == "put":
+            _, ns, n, run = step
+            parent = ids[n - 1] if put_in.get(n - 1) == ns else None
+            metadata = {"source": "loop", "step": n, "run_id": run}
+            saver.put(ns_cfg(ns, parent), stored_checkpoint(ids[n], n), metadata, {"x": str(n)})
+            put_in[n] = ns
+        elif step[0] == "writes":
+            _, ns, n = step
+            saver.put_writes(ns_cfg(ns, ids[n]), [("x", n)], f"task-{ns}-{n}")
+        elif step[0] == "delete_for_runs":
+            saver.delete_for_runs([step[1]])
+        else:
+            saver.prune(["t"])
+    got: dict[str, int | None] = {}
+    for ns in latest:
+        found = saver.get_tuple(ns_cfg(ns))
+        got[ns] = None if found is None else ids.index(found.checkpoint["id"])
+    assert got == latest
+    assert [ids.index(t.checkpoint["id"]) for t in saver.list(cfg("t"))] == listed
+    for ns, n in latest.items():
+        in_ns = [ids.index(t.checkpoint["id"]) for t in saver.list(ns_cfg(ns))]
+        assert in_ns == [i for i in listed if put_in.get(i) == ns]
+        assert in_ns[:1] == ([] if n is None else [n])
+
+
+def test_a_subgraph_namespace_that_lost_its_index_says_so(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    keys = KeySchema(saver.prefix)
+    ids = sorted(str(uuid6(clock_seq=-1)) for _ in range(2))
+    saver.put(ns_cfg(""), stored_checkpoint(ids[0], 0), {"run_id": "runA"}, {"x": "0"})
+    saver.put(ns_cfg(SUB), stored_checkpoint(ids[1], 1), {"run_id": "runA"}, {"x": "1"})
+    saver.put_writes(ns_cfg(SUB, ids[1]), [("x", 2)], "task")
+    assert client.unlink(keys.index(keys.tag("t"), SUB)) == 1  # as an eviction would
+    with pytest.raises(CheckpointLostError) as lost:
+        saver.get_tuple(ns_cfg(SUB))
+    assert (lost.value.what, lost.value.key) == ("checkpoint index", keys.index(keys.tag("t"), SUB))
+    with pytest.raises(CheckpointLostError):
+        list(saver.list(cfg("t")))
+
+
+def test_a_namespace_that_lost_its_index_and_records_but_not_their_writes_says_so(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    # writes stored before their checkpoint (in a hash of their own), then the index and the
+    # records evicted: the thread's runs, of this namespace alone, say it had checkpoints
+    keys = KeySchema(saver.prefix)
+    tag = keys.tag("t")
+    ids = sorted(str(uuid6(clock_seq=-1)) for _ in range(2))
+    saver.put(ns_cfg(""), stored_checkpoint(ids[0], 0), {"run_id": "runA"}, {"x": "0"})
+    saver.put_writes(ns_cfg("", ids[1]), [("x", 1)], "task")
+    saver.put(ns_cfg("", ids[0]), stored_checkpoint(ids[1], 1), {"run_id": "runA"}, {"x": "1"})
+    evicted = [
+        keys.index(tag, ""),
+        keys.checkpoint(tag, "", ids[0]),
+        keys.checkpoint(tag, "", ids[1]),
+    ]
+    assert client.unlink(*evicted) == 3
+    assert client.exists(keys.writes(tag, "", ids[1])) == 1
+    with pytest.raises(CheckpointLostError) as lost:
+        saver.get_tuple(ns_cfg(""))
+    assert (lost.value.what, lost.value.key) == ("checkpoint index", keys.index(tag, ""))

@@ -40,18 +40,23 @@ end
 -- before the root only when another namespace was written or read later, which the graph's
 -- own namespace ("") is not (a parent writes its checkpoint after its subgraphs), and never
 -- in a root that does not expire (an index emptied by readers is forgotten at once). A
--- namespace whose writes came before its first checkpoint has no index either: then the
--- thread has no runs or values (only a put writes them), and the writes index names writes
--- hashes, not records.
+-- namespace whose writes came before its first checkpoint (LangGraph stores a task's writes
+-- as they come, a subgraph's before its first checkpoint) has no index either. Only keys of
+-- the namespace tell the two apart, not the thread's runs or values, which any namespace's
+-- puts write: a record of an id in its writes index is a checkpoint it had; writes hashes
+-- without records are writes stored before its first checkpoint, unless the thread has runs
+-- and the root names no other namespace (a put writes runs, a drop takes its checkpoints out
+-- of them: they are this namespace's); neither is an index lost with what it led to.
 local function index_lost(K, ns)
   if redis.call("SISMEMBER", K.thread, ns) == 0 then return false end
   if ns ~= "" and redis.call("PTTL", K.thread) ~= -1 then return false end
-  if redis.call("EXISTS", K.runs, K.values) > 0 then return true end
-  for _, id in ipairs(redis.call("SRANDMEMBER", K.writes_index(ns), 3)) do
+  local writes_only = false
+  for _, id in ipairs(redis.call("SRANDMEMBER", K.writes_index(ns), 16)) do
     if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then return true end
-    if redis.call("EXISTS", K.writes(ns, id)) == 1 then return false end
+    if redis.call("EXISTS", K.writes(ns, id)) == 1 then writes_only = true end
   end
-  return true
+  if not writes_only then return true end
+  return redis.call("SCARD", K.thread) == 1 and redis.call("EXISTS", K.runs) == 1
 end
 
 -- One checkpoint as the Python core decodes it (core.py's decode_record):
