@@ -8,11 +8,19 @@
   KEYS[3]  P:gc:{T}         gc root
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  budget of this call (see reap_thread)
-  ARGV[4..]  run ids (encoded): a chunk of them; the client sends many runs in several calls
-             (budget 0 but the last), and the runs of a call join the thread's newest job
-             when it is a runs job still collecting, so they are deleted in one job
+  ARGV[4]  staging token ("": none)
+  ARGV[5..]  run ids (encoded): a chunk of them
 
   Reply: the number of jobs still pending (0: done)
+
+  Many runs: the client sends them a chunk per call, with one token. Calls but the last have
+  budget 0 and only stage their runs in P:gc:{T}:s:<token> (a set; it expires after a day);
+  the last call moves the staged runs and its own into the job at once. No job holds part of
+  the request before the last call: a reap of the thread between the calls (a put that
+  replies REAPING, another client's delete, prune or check) would otherwise start the job
+  with only the runs it had, and a later chunk's runs would go into a second job that never
+  looks again at the checkpoints the first kept for them (delta channels). A client that dies
+  before its last call deletes nothing; its staged runs expire.
 
   In steps (include/reap.lua, kind runs): the runs' checkpoints are collected, then every
   namespace they are in is walked once to find what must stay, then they are dropped, each
@@ -50,9 +58,25 @@ local function collecting_runs_job(gc)
   return jobspace(prefix, tag, new_job(gc, "runs"))
 end
 
+local budget, token = tonumber(ARGV[3]), ARGV[4]
+local staged = (token ~= "") and (prefix .. ":gc:" .. tag .. ":s:" .. token)
 local runs = {}
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   if redis.call("SISMEMBER", KEYS[2], ARGV[i]) == 1 then runs[#runs + 1] = ARGV[i] end
 end
-if #runs > 0 then add_members(collecting_runs_job(KEYS[3]).part("runs"), runs) end
-return reap(prefix, tag, tonumber(ARGV[3]))
+if budget == 0 and staged then  -- not the last call: stage the runs, start nothing
+  if #runs > 0 then
+    add_members(staged, runs)
+    redis.call("EXPIRE", staged, 86400)
+  end
+  return redis.call("SCARD", KEYS[3])
+end
+if #runs > 0 or (staged and redis.call("EXISTS", staged) == 1) then
+  local job_runs = collecting_runs_job(KEYS[3]).part("runs")
+  if #runs > 0 then add_members(job_runs, runs) end
+  if staged then  -- (SUNIONSTORE: staged runs may be more than unpack() takes)
+    redis.call("SUNIONSTORE", job_runs, job_runs, staged)
+    redis.call("UNLINK", staged)
+  end
+end
+return reap(prefix, tag, budget)

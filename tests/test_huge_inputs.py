@@ -165,8 +165,9 @@ def test_delete_for_runs_of_many_runs_of_one_thread_deletes_exactly_them(
 def test_run_ids_go_in_chunks_that_join_one_job(
     saver: RedisSaver, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Run ids go RUN_CHUNK per call; the chunks join the thread's one runs job (one walk of
-    each namespace for all the runs), and only the last call reaps."""
+    """Run ids go RUN_CHUNK per call; calls but the last only stage their runs (no job yet),
+    the last makes them the thread's one runs job (one walk of each namespace for all the
+    runs) and reaps it."""
     monkeypatch.setattr(bulk, "RUN_CHUNK", 2)
     ids = put_runs(saver, "t", 6)
     keys = saver._core.keys
@@ -183,6 +184,6 @@ def test_run_ids_go_in_chunks_that_join_one_job(
 
     monkeypatch.setattr(saver, "_send", watching)
     saver.delete_for_runs(["run0", "run2", "run4", "run5", "gone"])
-    assert jobs == [(0, ["runs:1"]), (0, ["runs:1"]), (1000, [])]
+    assert jobs == [(0, []), (0, []), (1000, [])]
     listed = [c.config["configurable"]["checkpoint_id"] for c in saver.list(cfg("t"))]
     assert listed == [ids[3], ids[1]]

@@ -143,18 +143,24 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
         thread_ids = yield from core._threads_in_run_index([str(r) for r in run_ids])
     if thread_ids is None:
         thread_ids = yield from core._scan_thread_ids()
-    # many runs go a chunk per call; all but the last chunk only join the thread's job (budget
-    # 0), the last one starts the reaping (lua/delete_for_runs.lua)
+    # many runs go a chunk per call; all but the last chunk are only staged under a token
+    # (budget 0), the last one makes them one job and starts the reaping, so a reap between
+    # the calls cannot start a job that holds part of them (lua/delete_for_runs.lua)
     chunks = [encoded[start : start + RUN_CHUNK] for start in range(0, len(encoded), RUN_CHUNK)]
+    token = secrets.token_hex(8) if len(chunks) > 1 else ""
     for chunk in chunks[:-1]:
-        calls = [job_call(core, "delete_for_runs", t, *chunk, budget=0)[1] for t in thread_ids]
+        calls = [
+            job_call(core, "delete_for_runs", t, token, *chunk, budget=0)[1] for t in thread_ids
+        ]
         if len(calls) == 1:  # (a pipeline would load the scripts first)
             yield calls[0]
             continue
         for start in range(0, len(calls), BATCH_SIZE):
             yield Batch(calls[start : start + BATCH_SIZE])
     last = chunks[-1]
-    yield from run_jobs(core, (job_call(core, "delete_for_runs", t, *last) for t in thread_ids))
+    yield from run_jobs(
+        core, (job_call(core, "delete_for_runs", t, token, *last) for t in thread_ids)
+    )
 
 
 def set_thread_ttl(core: SaverCore, thread_id: str, seconds: int | None) -> Op[None]:

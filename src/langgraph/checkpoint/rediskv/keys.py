@@ -51,6 +51,8 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                wait until it is gone (lua/include/reap.lua)
     P:gc:{T}:<n>        HASH   job n's progress; P:gc:{T}:<n>:<part> its containers (a renamed
                                thread root, the old indexes of a prune, ...)
+    P:gc:{T}:s:<token>  SET    run ids a delete_for_runs of many runs staged until its last call
+                               makes them one job (expires after a day)
     P:lb:{T}:N          SET    loose blobs: refs "C:V" that a replaced checkpoint record (an id
                                put again, a copy onto the same id) referenced and its
                                replacement does not; delete and prune find them here
