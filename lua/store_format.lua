@@ -7,6 +7,8 @@
                             since reads (0.1.0 knows no P:fmt; a release that writes what
                             0.1.0 reads writes none either)
 
+  ARGV     none
+
   Reply: P:fmt, or false when there is none.
 
   no-writes: runs on a full server and on a replica too.
