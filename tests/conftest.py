@@ -8,6 +8,7 @@ under its own prefix, and the keys of this run are unlinked at the end of the se
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import shutil
@@ -25,6 +26,7 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.compression import stored_base_mark
 from langgraph.checkpoint.rediskv.keys import pack_record, parse_record
 
@@ -506,3 +508,11 @@ def set_record_field(client: redis.Redis, key: str, name: str, value: bytes) -> 
     fields = {f.encode(): v for f, v in record_of(client, key).items()}
     fields[name.encode()] = value
     client.set(key, pack_record(fields), keepttl=True)
+
+
+def set_limits(monkeypatch: pytest.MonkeyPatch, saver: RedisSaverBase, **changes: Any) -> None:
+    """Give ``saver`` smaller tuning limits (core.limits.Limits) for the test, to reach with a
+    few checkpoints the paths a store of thousands takes; undone with the test."""
+    core = saver._core
+    limits = dataclasses.replace(core.limits, **changes)
+    monkeypatch.setattr(saver, "_core", dataclasses.replace(core, limits=limits))

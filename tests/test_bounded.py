@@ -13,11 +13,22 @@ from typing import Any
 import pytest
 import redis
 
-from langgraph.checkpoint.rediskv import RedisSaver, bulk
-from langgraph.checkpoint.rediskv.core import Batch, Op, ScanPage, ScriptCall
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.base import RedisSaverBase
+from langgraph.checkpoint.rediskv.core import (
+    Batch,
+    Op,
+    ScanPage,
+    ScriptCall,
+    codec,
+    discovery,
+    listing,
+    paging,
+)
+from langgraph.checkpoint.rediskv.core.limits import Limits
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import data_keys, keys_of, new_prefix, set_record_field
+from .conftest import data_keys, keys_of, new_prefix, set_limits, set_record_field
 from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 
@@ -107,7 +118,7 @@ def test_whole_thread_operations_on_a_giant_thread_go_in_steps(
 def test_a_deleted_thread_is_gone_after_the_first_step_and_a_writer_finishes_the_job(
     saver: RedisSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "REAP_STEP", 50)  # many steps for a small thread
+    set_limits(monkeypatch, saver, reap_step=50)  # many steps for a small thread
     ids = build_chain(saver, "t", 300)
     build_chain(saver, "other", 3)
     drive(saver, saver._core.delete_thread("t"), 1)  # the client dies after one step
@@ -129,7 +140,7 @@ def test_a_deleted_thread_is_gone_after_the_first_step_and_a_writer_finishes_the
 def test_check_invariants_finishes_an_interrupted_delete(
     saver: RedisSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "REAP_STEP", 50)
+    set_limits(monkeypatch, saver, reap_step=50)
     build_chain(saver, "t", 200)
     drive(saver, saver._core.delete_thread("t"), 2)
     assert saver.check_invariants() == []
@@ -139,7 +150,7 @@ def test_check_invariants_finishes_an_interrupted_delete(
 def test_a_copy_is_invisible_until_published_and_discarded_when_abandoned(
     saver: RedisSaver, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 20)
+    set_limits(monkeypatch, saver, export_checkpoints=20)
     ids = build_chain(saver, "src", 100)
     # begin, then export/import chunk pairs: stop after a few chunks
     drive(saver, saver._core.copy_thread("src", "dst"), 7)
@@ -237,7 +248,7 @@ def test_prune_and_delete_for_runs_refuse_a_single_string(saver: RedisSaver, bad
 def test_delete_for_runs_in_many_steps_keeps_the_rest_whole(
     saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "REAP_STEP", 40)
+    set_limits(monkeypatch, saver, reap_step=40)
     ids = build_chain(saver, "t", 500)
     saver.delete_for_runs(["run-1", "run-4"])
     left = [t.checkpoint["id"] for t in saver.list(cfg("t"))]
@@ -291,8 +302,6 @@ def test_list_over_more_threads_than_the_window_holds_pages_of_few(
     100 checkpoints) of each of them at once, so a listing of 100,000 threads held millions
     of checkpoints in the client. Past LIST_WINDOW threads it keeps the next id of each and
     pages of a few."""
-    from langgraph.checkpoint.rediskv import core as core_module
-
     made: dict[str, list[str]] = {}
     for step in range(4):  # interleaved in time: the merge goes from thread to thread
         for n in range(12):
@@ -305,22 +314,22 @@ def test_list_over_more_threads_than_the_window_holds_pages_of_few(
 
     pages: list[int] = []
     decoded: list[int] = []
-    list_call, decode = core_module.SaverCore._list_call, core_module.SaverCore.decode_record
+    list_call, decode = paging.list_call, codec.Codec.decode_record
 
     def listed(
-        self: Any, thread_id: str, ns: Any, only: str, before: Any, page: int, filter_args: Any
+        core: Any, thread_id: str, ns: Any, only: str, before: Any, page: int, filter_args: Any
     ) -> Any:
         pages.append(page)
-        return list_call(self, thread_id, ns, only, before, page, filter_args)
+        return list_call(core, thread_id, ns, only, before, page, filter_args)
 
     def decoded_record(self: Any, thread_id: str, record: Any, warm: bool = False) -> Any:
         decoded.append(len(record))
         return decode(self, thread_id, record, warm)
 
-    monkeypatch.setattr(core_module, "LIST_WINDOW", window)
-    monkeypatch.setattr(core_module, "CANDIDATE_GROUP", 12)  # (the 12 threads at once)
-    monkeypatch.setattr(core_module.SaverCore, "_list_call", listed)
-    monkeypatch.setattr(core_module.SaverCore, "decode_record", decoded_record)
+    # (candidate_group: the 12 threads at once)
+    set_limits(monkeypatch, saver, list_window=window, candidate_group=12)
+    monkeypatch.setattr(paging, "list_call", listed)
+    monkeypatch.setattr(codec.Codec, "decode_record", decoded_record)
     assert [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=100)] == expected
     assert pages.count(-1) == 12  # a head of each thread first, then pages as needed
     assert [t.checkpoint["id"] for t in saver.list(None, filter=flt, limit=7)] == expected[:7]
@@ -342,12 +351,10 @@ def test_a_window_over_threads_with_the_same_ids_makes_progress(
     the same id back to its head, at the top of the heap (ties were in no order), and the
     listing read pages for ever (the model found it, at LIST_WINDOW 2); of equal ids, whole
     records now come out first."""
-    from langgraph.checkpoint.rediskv import core as core_module
-
     ids = chain(saver, "t0", [{"source": "loop", "step": i} for i in range(5)])
     for copy in ("t1", "copy2", "copy3"):
         saver.copy_thread("t0", copy)
-    monkeypatch.setattr(core_module, "LIST_WINDOW", window)
+    set_limits(monkeypatch, saver, list_window=window)
     calls = 0
     send = saver._send
 
@@ -371,12 +378,9 @@ def test_a_window_stream_that_ends_on_an_empty_page_holds_no_place(
     """A thread whose next page comes back empty (its older checkpoints do not match the
     filter) is done; it kept its place among the streams holding a page, at a position of a
     page that was now empty, and the next stream read into the window failed on it."""
-    from langgraph.checkpoint.rediskv import core as core_module
-
     older = {f"o{n}": chain(saver, f"o{n}", [{"k": "x"}]) for n in range(2)}
     ids = chain(saver, "a", [{"k": "y"}] + [{"k": "x"}] * 3)  # the oldest does not match
-    monkeypatch.setattr(core_module, "LIST_WINDOW", 1)
-    monkeypatch.setattr(core_module, "LIST_PAGE", 3)
+    set_limits(monkeypatch, saver, list_window=1, list_page=3)
     got = [t.checkpoint["id"] for t in saver.list(None, filter={"k": "x"}, limit=100)]
     assert got == ids[:0:-1] + older["o1"] + older["o0"]
 
@@ -433,9 +437,8 @@ def test_list_none_holds_the_same_memory_over_ten_times_the_threads(
     a thread: 13.8 MB at 20,000 threads). Without a limit it now goes thread by thread, and
     with one it keeps the newest `limit` ids: the client's memory is the same over 3,000
     threads as over 300 (a SCAN step's keys, one round trip's pages or ids)."""
-    from langgraph.checkpoint.rediskv import core as core_module
-
-    monkeypatch.setattr(core_module, "SCAN_COUNT", 100)  # (small steps: they do not count)
+    # (small SCAN steps: they do not count)
+    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(scan_count=100))
     peaks: dict[int, dict[str, int]] = {}
     for threads in (300, 3000):
         prefix = new_prefix()
@@ -483,8 +486,6 @@ def test_list_none_goes_thread_by_thread_in_pages(
 ) -> None:
     """Threads longer than a first page, in groups smaller than the store, several namespaces
     per thread, and a thread with more namespaces than one call merges."""
-    from langgraph.checkpoint.rediskv import core as core_module
-
     made: dict[str, list[str]] = {}
     for n in range(7):
         for step in range(9):
@@ -492,10 +493,7 @@ def test_list_none_goes_thread_by_thread_in_pages(
             made.setdefault(f"p{n}", []).extend(chain(saver, f"p{n}", [{"s": step}], ns=ns))
     for k in range(5):
         made["wide"] = made.get("wide", []) + chain(saver, "wide", [{"s": k}], ns=f"w{k}")
-    monkeypatch.setattr(core_module, "FIRST_PAGE", 2)
-    monkeypatch.setattr(core_module, "THREAD_GROUP", 3)
-    monkeypatch.setattr(core_module, "LIST_PAGE", 4)
-    monkeypatch.setattr(core_module, "NAMESPACE_CHUNK", 2)
+    set_limits(monkeypatch, saver, first_page=2, thread_group=3, list_page=4, namespace_chunk=2)
     expected = sorted((i for ids in made.values() for i in ids), reverse=True)
     assert thread_by_thread(saver.list(None)) == expected
     assert [t.checkpoint["id"] for t in saver.list(None, limit=11)] == expected[:11]
@@ -511,12 +509,8 @@ def test_a_thread_deleted_while_list_none_runs(
 ) -> None:
     """A thread deleted mid-listing gives at most what was read of it before (its next page
     finds it gone); the other threads come whole."""
-    from langgraph.checkpoint.rediskv import core as core_module
-
     made = {f"d{n}": chain(saver, f"d{n}", [{"s": s} for s in range(10)]) for n in range(5)}
-    monkeypatch.setattr(core_module, "FIRST_PAGE", 4)
-    monkeypatch.setattr(core_module, "THREAD_GROUP", 2)
-    monkeypatch.setattr(core_module, "LIST_PAGE", 3)
+    set_limits(monkeypatch, saver, first_page=4, thread_group=2, list_page=3)
     listing = saver.list(None)
     first = next(listing)
     current = first.config["configurable"]["thread_id"]
@@ -536,21 +530,19 @@ def test_list_none_with_a_limit_makes_up_for_checkpoints_deleted_after_it_chose_
     """With a limit the newest ids are chosen first and their records read after: a
     checkpoint gone in between is replaced by the next newest, so the answer stays that of
     the store as it is read."""
-    from langgraph.checkpoint.rediskv import core as core_module
-
     made = {f"c{n}": chain(saver, f"c{n}", [{"s": s} for s in range(3)]) for n in range(6)}
-    select = core_module.SaverCore._select_newest
+    select = listing.select_newest
     deleted: list[str] = []
 
-    def select_then_delete(self: Any, *args: Any) -> Any:
-        chosen = yield from select(self, *args)
+    def select_then_delete(core: Any, *args: Any) -> Any:
+        chosen = yield from select(core, *args)
         if not deleted:  # the thread of the newest chosen goes, once
             newest = max(chosen, key=lambda e: e.id)
             deleted.append(newest.thread)
             saver.delete_thread(newest.thread)
         return chosen
 
-    monkeypatch.setattr(core_module.SaverCore, "_select_newest", select_then_delete)
+    monkeypatch.setattr(listing, "select_newest", select_then_delete)
     got = [t.checkpoint["id"] for t in saver.list(None, limit=5)]
     left = sorted((i for t, ids in made.items() if t not in deleted for i in ids), reverse=True)
     assert got == left[:5]
@@ -559,15 +551,13 @@ def test_list_none_with_a_limit_makes_up_for_checkpoints_deleted_after_it_chose_
 def test_list_none_with_a_limit_takes_a_thread_that_scan_yields_twice_once(
     saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph.checkpoint.rediskv import core as core_module
-
     made = {f"s{n}": chain(saver, f"s{n}", [{"s": s} for s in range(2)]) for n in range(4)}
     expected = sorted((i for ids in made.values() for i in ids), reverse=True)
-    scanned = core_module.SaverCore._scanned_threads
+    scanned = discovery.scanned_threads
 
-    def twice(self: Any) -> Any:
+    def twice(core: Any) -> Any:
         chunks = [sorted(made), sorted(made)]
-        inner = scanned(self)
+        inner = scanned(core)
 
         def next_threads() -> Any:
             yield from inner()  # (the SCAN requests, for what they are)
@@ -575,7 +565,7 @@ def test_list_none_with_a_limit_takes_a_thread_that_scan_yields_twice_once(
 
         return next_threads
 
-    monkeypatch.setattr(core_module.SaverCore, "_scanned_threads", twice)
+    monkeypatch.setattr(discovery, "scanned_threads", twice)
     for limit in (1, 3, 8, 9):
         assert [t.checkpoint["id"] for t in saver.list(None, limit=limit)] == expected[:limit]
 
@@ -589,10 +579,9 @@ async def test_the_thread_backed_alist_and_the_loop_backed_list_stream_a_page_at
     import asyncio
 
     from langgraph.checkpoint.rediskv import AsyncRedisSaver
-    from langgraph.checkpoint.rediskv import core as core_module
 
     decoded: list[int] = []
-    decode = core_module.SaverCore.decode_record
+    decode = codec.Codec.decode_record
 
     def counted(self: Any, thread_id: str, record: Any, *args: Any, **kwargs: Any) -> Any:
         decoded.append(1)
@@ -602,7 +591,7 @@ async def test_the_thread_backed_alist_and_the_loop_backed_list_stream_a_page_at
     try:
         with RedisSaver(server_url, prefix=prefix) as saver:
             ids = many_threads(saver, 5, 50)
-            monkeypatch.setattr(core_module.SaverCore, "decode_record", counted)
+            monkeypatch.setattr(codec.Codec, "decode_record", counted)
             got = []
             async for t in saver.alist(None, limit=250):
                 if not got:

@@ -12,12 +12,11 @@ import pytest
 from redis.cluster import RedisCluster, key_slot
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, ListingInterruptedError, RedisSaver
-from langgraph.checkpoint.rediskv import core as core_module
-from langgraph.checkpoint.rediskv.core import Batch, ScriptCall, id_score
+from langgraph.checkpoint.rediskv.core import Batch, ScriptCall, discovery, id_score, jobs
+from langgraph.checkpoint.rediskv.core.cluster_lists import LIST_MARGIN
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
-from langgraph.checkpoint.rediskv.lists import LIST_MARGIN
 
-from .conftest import LocalCluster, SlotMove, new_prefix, slot_moving
+from .conftest import LocalCluster, SlotMove, new_prefix, set_limits, slot_moving
 from .test_contract import cfg, chain, thread_by_thread
 from .test_threads_by_value import (
     all_ids,
@@ -366,16 +365,14 @@ def test_pinning_a_thread_keeps_its_bounds_from_the_first_step(
     """set_thread_ttl works in steps and gave P:tb its new expiry in the last one: a pinned
     thread whose job outlasted P:tb's old expiry lost it, and with it every list's view of the
     thread (the review's lesser concern). Now the first step extends it."""
-    from langgraph.checkpoint.rediskv import bulk
-
     prefix = new_prefix()
     keys = KeySchema(prefix)
     with RedisSaver(server_url, cluster=True, prefix=prefix, ttl={"default_ttl": 1}) as saver:
         chain(saver, "pinned", [{"user_id": "u1", "step": s} for s in range(20)])
         bounds = keys.thread_bounds(keys.tag("pinned"))
         assert 0 < client.pttl(bounds) <= 60_000
-        monkeypatch.setattr(bulk, "REAP_STEP", 5)  # many steps
-        monkeypatch.setattr(bulk, "_reap_tag", lambda core, tag: iter(()))  # the first only
+        set_limits(monkeypatch, saver, reap_step=5)  # many steps
+        monkeypatch.setattr(jobs, "reap_tag", lambda core, tag: iter(()))  # the first only
         saver.pin_thread("pinned")
         assert client.pttl(bounds) == -1
         assert client.exists(keys.gc(keys.tag("pinned"))) == 1  # the job is not done
@@ -573,7 +570,7 @@ def test_a_saver_asks_again_whether_the_lists_are_complete_after_a_minute(
     it learned for a minute."""
     prefix = new_prefix()
     now = [1000.0]
-    monkeypatch.setattr(core_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(discovery.time, "monotonic", lambda: now[0])
     with new_saver(server_url, prefix) as long_lived:
         chain(long_lived, "a", [{"user_id": "u1", "run_id": "r1"}])
         assert len(list(long_lived.list(None, filter={"user_id": "u1"}))) == 1  # ready

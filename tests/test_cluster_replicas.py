@@ -10,8 +10,8 @@ import pytest
 from redis.cluster import RedisCluster, key_slot
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, ReplicationError
+from langgraph.checkpoint.rediskv.core.cluster_lists import run_suffix
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
-from langgraph.checkpoint.rediskv.lists import run_suffix
 
 from .conftest import LocalCluster, cluster_with_replica, new_prefix, slot_moving
 from .test_contract import cfg, chain, make_checkpoint

@@ -22,10 +22,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver, core
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .conftest import data_keys, keys_of
+from .conftest import data_keys, keys_of, set_limits
 
 
 def cfg(thread_id: str, ns: str = "", checkpoint_id: str | None = None, **extra: Any) -> Any:
@@ -466,7 +466,7 @@ def test_a_thread_with_more_namespaces_than_one_call_reads(
 ) -> None:
     """Listing every namespace of a thread with thousands (subgraphs) is merged by the client
     from chunks of namespaces, so no call reads them all; here chunks of 7 of 30."""
-    monkeypatch.setattr(core, "NAMESPACE_CHUNK", 7)
+    set_limits(monkeypatch, saver, namespace_chunk=7)
     made: list[str] = []
     for n in range(30):
         made += chain(

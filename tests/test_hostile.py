@@ -19,9 +19,10 @@ from langgraph.checkpoint.rediskv import (
     SerializationError,
     ServerFullError,
     ValueTooLargeError,
-    bulk,
 )
-from langgraph.checkpoint.rediskv.bulk import CopyInterruptedError
+from langgraph.checkpoint.rediskv.base import RedisSaverBase
+from langgraph.checkpoint.rediskv.core.limits import Limits
+from langgraph.checkpoint.rediskv.errors import CopyInterruptedError
 
 from .conftest import PrivateServer, new_prefix, snapshot
 from .test_contract import cfg, make_checkpoint
@@ -278,7 +279,8 @@ def test_a_copy_whose_job_was_discarded_does_not_write_into_the_next_copys(
     """A job number comes again once a thread's jobs are all gone: A went on writing into
     B's job, and published it, T a mix of both sources, and B failed. A copy's job is its
     number and a token of its own now."""
-    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 1)  # a chunk per checkpoint
+    # a chunk per checkpoint
+    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(export_checkpoints=1))
     with RedisSaver(server_url, prefix=prefix) as saver:
         a, b, s2 = begin_two_copies(saver)
         a.until()
@@ -293,7 +295,7 @@ def test_a_copy_refused_midway_discards_its_own_job_only(
 ) -> None:
     """A copy the server refuses midway discards its job; it reaped every job of the target,
     so the copy begun since was discarded too."""
-    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 1)
+    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(export_checkpoints=1))
     with RedisSaver(server_url, prefix=prefix) as saver:
         a, b, s2 = begin_two_copies(saver)
         a.until("chunk")
@@ -331,7 +333,7 @@ def test_a_copy_onto_an_existing_target_stopped_midway_says_what_stays(
 ) -> None:
     """Found by review: onto a target that exists, chunks go straight in; one refused because
     the target has a job pending said "the copy discarded", yet what was copied stays."""
-    monkeypatch.setattr(bulk, "EXPORT_CHECKPOINTS", 1)
+    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(export_checkpoints=1))
     with RedisSaver(server_url, prefix=prefix) as saver:
         own = put_chain(saver, "E", 2)
         source = put_chain(saver, "s2", 4)

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import redis
 
-from langgraph.checkpoint.rediskv import RedisSaver, bulk
+from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.core import Batch, ScriptCall
 
-from .conftest import data_keys
+from .conftest import data_keys, set_limits
 from .test_contract import cfg, make_checkpoint
 
 # refs in one record: a store of 100,000 channels (8,000 broke)
@@ -165,10 +165,10 @@ def test_delete_for_runs_of_many_runs_of_one_thread_deletes_exactly_them(
 def test_run_ids_go_in_chunks_that_join_one_job(
     saver: RedisSaver, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Run ids go RUN_CHUNK per call; calls but the last only stage their runs (no job yet),
+    """Run ids go Limits.run_chunk per call; calls but the last only stage their runs (no job yet),
     the last makes them the thread's one runs job (one walk of each namespace for all the
     runs) and reaps it."""
-    monkeypatch.setattr(bulk, "RUN_CHUNK", 2)
+    set_limits(monkeypatch, saver, run_chunk=2)
     ids = put_runs(saver, "t", 6)
     keys = saver._core.keys
     gc = keys.gc(keys.tag("t"))

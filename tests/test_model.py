@@ -104,8 +104,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.base.id import uuid6
 from redis.cluster import RedisCluster
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver, core
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
+from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.check import UNREADABLE_BLOB
+from langgraph.checkpoint.rediskv.core import Limits
 from langgraph.checkpoint.rediskv.eviction import remove_orphans
 from langgraph.checkpoint.rediskv.keys import decode_part, parse_record
 
@@ -1225,18 +1227,21 @@ def _server(small_bulk_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     SaverMachine.server_url = small_bulk_server
     # values from 200 bytes on are stored against bases (1 KB by default): most of the
     # machine's messages and summaries are, so every rule runs over reference compression
-    monkeypatch.setattr(core, "REF_MIN_SIZE", 200)
     # list(None) over more than 2 threads keeps the next id of each and pages of 2 at most
-    # (core.LIST_WINDOW is 256): the global listings run over heads and pages read on demand
-    monkeypatch.setattr(core, "LIST_WINDOW", 2)
-    # list(None) over every thread in small steps: SCAN steps of a few keys, first pages of 2
-    # checkpoints for 2 threads at a time, with a limit ids chosen 2 a thread at first and
-    # about 4 a round trip
-    monkeypatch.setattr(core, "SCAN_COUNT", 10)
-    monkeypatch.setattr(core, "FIRST_PAGE", 2)
-    monkeypatch.setattr(core, "THREAD_GROUP", 2)
-    monkeypatch.setattr(core, "FIRST_IDS", 2)
-    monkeypatch.setattr(core, "SELECT_IDS", 4)
+    # (Limits.list_window is 256): the global listings run over heads and pages read on
+    # demand. list(None) over every thread in small steps: SCAN steps of a few keys, first
+    # pages of 2 checkpoints for 2 threads at a time, with a limit ids chosen 2 a thread at
+    # first and about 4 a round trip
+    small = Limits(
+        ref_min_size=200,
+        list_window=2,
+        scan_count=10,
+        first_page=2,
+        thread_group=2,
+        first_ids=2,
+        select_ids=4,
+    )
+    monkeypatch.setattr(RedisSaverBase, "_limits", small)  # (every saver the machine makes)
 
 
 SaverMachine.TestCase.settings = _settings()

@@ -127,7 +127,7 @@ def test_a_growing_chat_is_stored_against_bases_and_reads_back(
         base = blobs[version].split(b";", 1)[0].decode()[len(REF_MARK) :]
         assert base.startswith("messages:") and base.split(":")[1] in full
     assert sum(len(b) for b in blobs.values()) < 0.5 * sum(
-        len(saver._core.dumps(m, "x")) for _, m in chat.put
+        len(saver._core.codec.dumps(m, "x")) for _, m in chat.put
     )
     # each record lists its values' refs, then after ",," the bases
     for checkpoint_id, version in zip(ids, sorted(blobs), strict=True):
@@ -451,7 +451,7 @@ def test_a_long_chat_is_stored_against_its_base_in_few_bytes(
     history = [message(n) for n in range(2, 900)]  # 300-character messages: ~400 KB
     first = put_messages(saver, "t", None, history, "1")
     later = put_messages(saver, "t", first, [*history, message(900)], "2")
-    assert len(saver._core.zstd.inner.dumps_typed(history)[1]) > 300_000
+    assert len(saver._core.codec.zstd.inner.dumps_typed(history)[1]) > 300_000
     blobs = message_blobs(client, prefix)
     assert blobs["2"].startswith(b"zr:messages:1;") and len(blobs["2"]) < 1_000
     got = saver.get_tuple(cfg("t", "", later))
@@ -500,7 +500,9 @@ class RandomChat:
         version = f"{len(self.messages):08d}"
         checkpoint = make_checkpoint({"messages": self.messages}, {"messages": version})
         config = saver.put(
-            cfg(self.thread, "", self.parent), checkpoint, {"step": len(self.messages)},
+            cfg(self.thread, "", self.parent),
+            checkpoint,
+            {"step": len(self.messages)},
             {"messages": version},
         )
         self.parent = config["configurable"]["checkpoint_id"]
@@ -611,7 +613,7 @@ def test_a_changed_base_fails_the_read_naming_what_cannot_be_read(
     first = put_messages(saver, "t", None, [message(1)], "1")
     second = put_messages(saver, "t", first, [message(1), message(2)], "2")
     (base_key,) = keys_of(client, f"{prefix}:blob:*:messages:1")
-    other = saver._core.dumps_channel(("x", "", "messages"), "messages:9", [message(3)])[0]
+    other = saver._core.codec.dumps_channel(("x", "", "messages"), "messages:9", [message(3)])[0]
     client.set(base_key, other)  # by hand: a store damaged outside the saver
     with pytest.raises(ValueError) as raised:
         saver.get_tuple(cfg("t", "", second))

@@ -1,4 +1,4 @@
-"""delete_for_runs with more runs than one call takes (bulk.RUN_CHUNK): the result must not
+"""delete_for_runs with more runs than one call takes (Limits.run_chunk): the result must not
 depend on what else touches the thread between the calls."""
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ import redis
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph.checkpoint.rediskv import RedisSaver, bulk
-from langgraph.checkpoint.rediskv.core import ScriptCall
+from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv.base import RedisSaverBase
+from langgraph.checkpoint.rediskv.core import ScriptCall, jobs
+from langgraph.checkpoint.rediskv.core.limits import Limits
 
-from .conftest import keys_of
+from .conftest import keys_of, set_limits
 from .test_delta import chat_graph
 
 
@@ -32,14 +34,14 @@ def delete_runs_in_chunks(
 ) -> None:
     """delete_for_runs(runs) one run per call; ``between``: what runs on the thread after
     each call but the last ("reap": another client reaps it; "nothing")."""
-    monkeypatch.setattr(bulk, "RUN_CHUNK", 1)
+    set_limits(monkeypatch, saver, run_chunk=1)
     send = saver._send
 
     def interleaved(request: Any) -> Any:
         reply = send(request)
         staged = isinstance(request, ScriptCall) and request.name == "delete_for_runs"
         if between == "reap" and staged and request.args[2] == 0:
-            saver._run(bulk.finish_reaping(saver._core, "t"))
+            saver._run(jobs.finish_reaping(saver._core, "t"))
         return reply
 
     monkeypatch.setattr(saver, "_send", interleaved)
@@ -85,7 +87,7 @@ def test_client_dying_between_chunks_deletes_nothing(
     server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = redis.Redis.from_url(server_url)
-    monkeypatch.setattr(bulk, "RUN_CHUNK", 1)
+    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(run_chunk=1))
     with RedisSaver(server_url, prefix=prefix) as saver:
         six_runs(saver)
         send = saver._send

@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG, JsonPlusSerializer
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv import core as core_module
+from langgraph.checkpoint.rediskv.core import writes
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from .conftest import PrivateServer, _free_port, keys_of, record_of, set_record_field
@@ -129,7 +129,7 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix(
     # the default saver (no ttl) runs other branches: its puts sweep one time in four (the
     # review found a put of that kind calling a command outside this list, TIME)
     for pick in (0.0, 0.99):  # the client's draw: this put sweeps, this one does not
-        monkeypatch.setattr(core_module.random, "random", lambda pick=pick: pick)
+        monkeypatch.setattr(writes.random, "random", lambda pick=pick: pick)
         with RedisSaver(url, prefix="app1") as plain:
             graph = build_chat(plain)
             for i in range(2):

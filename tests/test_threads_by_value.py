@@ -14,12 +14,11 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv import core as core_module
-from langgraph.checkpoint.rediskv.core import SaverCore, id_score
+from langgraph.checkpoint.rediskv.core import discovery, id_score, paging
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 
 from .clock import advance_time
-from .conftest import data_keys, keys_of, record_of, set_record_field
+from .conftest import data_keys, keys_of, record_of, set_limits, set_record_field
 from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 THREADS = 24
@@ -61,13 +60,13 @@ def threads_of(made: dict[str, list[tuple[str, dict[str, Any]]]], **flt: Any) ->
 def visited(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The threads that per-thread list calls visit."""
     seen: list[str] = []
-    original = SaverCore._list_call
+    original = paging.list_call
 
-    def counted(self: SaverCore, thread_id: str, *args: Any, **kw: Any) -> Any:
+    def counted(core: Any, thread_id: str, *args: Any, **kw: Any) -> Any:
         seen.append(thread_id)
-        return original(self, thread_id, *args, **kw)
+        return original(core, thread_id, *args, **kw)
 
-    monkeypatch.setattr(SaverCore, "_list_call", counted)
+    monkeypatch.setattr(paging, "list_call", counted)
     return seen
 
 
@@ -249,14 +248,16 @@ def test_what_a_put_s_client_computes_for_the_script_is_what_the_script_would(
     client: redis.Redis,
 ) -> None:
     """put_checkpoint.lua takes the id's score and each metadata value's index suffix from the
-    client (lists.score_arg, index_suffix): they are what lua/include/keyschema.lua computes, for
-    ids of every form and values that need encoding."""
+    client (cluster_lists.score_arg, index_suffix): they are what lua/include/keyschema.lua
+    computes, for ids of every form and values that need encoding."""
     from langgraph.checkpoint.rediskv.core import index_suffix
-    from langgraph.checkpoint.rediskv.lists import score_arg
+    from langgraph.checkpoint.rediskv.core.cluster_lists import score_arg
     from langgraph.checkpoint.rediskv.scripts import _lua_dir
 
     keyschema = (_lua_dir() / "include" / "keyschema.lua").read_text()
-    lua = keyschema + """
+    lua = (
+        keyschema
+        + """
 local out = {}
 for j = 1, #ARGV, 3 do
   out[#out + 1] = score_arg(id_score(ARGV[j]))
@@ -264,6 +265,7 @@ for j = 1, #ARGV, 3 do
 end
 return out
 """
+    )
     cases = [
         ("1f1e88af-e849-6b4e-bffe-7e800f9857c9", "user_id", '"u-17"'),
         ("00000000-0000-0", "tenant", '"t:1, é/%"'),
@@ -377,7 +379,7 @@ def test_threads_with_ids_of_other_forms_are_visited_and_ordered_by_their_text(
         put_with_ids(saver, thread_id, ids, {"tenant": "mixed"})
     newest_first = sorted((i for ids in made.values() for i in ids), reverse=True)
     # chunks of 3 candidates: the three infinite scores tie across a chunk boundary
-    monkeypatch.setattr(core_module, "CANDIDATE_CHUNK", 3)
+    set_limits(monkeypatch, saver, candidate_chunk=3)
     for limit in (1, 2, 3, 4, 5, 9, 25, 26, 27, None):
         visited.clear()
         listing = saver.list(None, filter={"tenant": "mixed"}, limit=limit)
@@ -477,18 +479,18 @@ def test_a_copy_made_while_a_reindex_runs_is_indexed_by_its_own_metadata(
         chain(writer, "src", [{"tenant": "acme"}])
     keys = KeySchema(prefix)
     forget_threads_by_value(client, prefix)  # as an earlier version left the store
-    original = SaverCore._scan_thread_ids
+    original = discovery.scan_thread_ids
 
-    def scan_then_copy(self: SaverCore) -> Any:
-        found = yield from original(self)
+    def scan_then_copy(core: Any) -> Any:
+        found = yield from original(core)
         with RedisSaver(server_url, prefix=prefix) as app:  # an app copies meanwhile
             app.copy_thread("src", "dst")
         return found
 
     with RedisSaver(server_url, prefix=prefix) as saver:
-        monkeypatch.setattr(SaverCore, "_scan_thread_ids", scan_then_copy)
+        monkeypatch.setattr(discovery, "scan_thread_ids", scan_then_copy)
         saver.reindex_metadata()
-        monkeypatch.setattr(SaverCore, "_scan_thread_ids", original)
+        monkeypatch.setattr(discovery, "scan_thread_ids", original)
         assert client.hget(keys.metadata_keys(), THREADS_BY_VALUE) == b"ready"
         found = saver.list(None, filter={"tenant": "acme"})
         assert sorted(t.config["configurable"]["thread_id"] for t in found) == ["dst", "src"]
@@ -536,7 +538,7 @@ def test_chunks_end_on_a_whole_score_and_keep_their_driving_index(
     """Chunks were paged by an offset among equal scores, and each chose the smallest index
     anew: a thread that moved, or another index that became the smaller, made the next chunk
     skip threads."""
-    monkeypatch.setattr(core_module, "CANDIDATE_CHUNK", 3)
+    set_limits(monkeypatch, saver, candidate_chunk=3)
     put_one(saver, "newest", score_id(11), {"a": "x", "b": "y"})
     for n in range(10):  # ten threads tied at one score
         put_one(saver, f"tied{n}", score_id(10, n), {"a": "x", "b": "y"})

@@ -1,19 +1,21 @@
 """LangGraph checkpointer for plain Redis and Valkey (core commands and Lua only, no modules)."""
 
 from .aio import AsyncRedisSaver
-from .base import RedisUnavailableError
-from .bulk import CopyInterruptedError
 from .check import Problem
-from .core import (
+from .errors import (
+    CheckpointLostError,
+    CopyInterruptedError,
     ListingInterruptedError,
+    RediskvError,
+    RedisUnavailableError,
+    ReplicationError,
     SerializationError,
     ServerFullError,
+    StoreFormatError,
     ValueTooLargeError,
 )
-from .eviction import CheckpointLostError
-from .replication import ReplicationError
 from .shallow import AsyncShallowRedisSaver, ShallowRedisSaver
-from .storeformat import RELEASE, StoreFormatError
+from .storeformat import RELEASE
 from .sync import RedisSaver
 
 __version__ = RELEASE
@@ -27,6 +29,7 @@ __all__ = [
     "Problem",
     "RedisSaver",
     "RedisUnavailableError",
+    "RediskvError",
     "ReplicationError",
     "SerializationError",
     "ServerFullError",

@@ -61,13 +61,6 @@ from .core import (
     ScanPage,
     ScriptCall,
     Stream,
-    check_cluster_layout,
-    largest_arg,
-    next_scan_position,
-    node_groups,
-    refuse_oversized,
-    scan_position,
-    take_node_replies,
 )
 from .delta import get_delta_channel_history
 from .eviction import acheck_policy_once
@@ -77,6 +70,15 @@ from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_repli
 from .scripts import script_sources
 from .settings import ttl_seconds
 from .storeformat import checked_first
+from .transport_support import (
+    check_cluster_layout,
+    largest_arg,
+    next_scan_position,
+    node_groups,
+    refuse_oversized,
+    scan_position,
+    take_node_replies,
+)
 
 T = TypeVar("T")
 

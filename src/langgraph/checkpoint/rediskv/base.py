@@ -25,9 +25,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .compression import compression_level
-from .core import Request, SaverCore, ScriptCall, explain_response_error
+from .core import Limits, Request, SaverCore, ScriptCall
+from .errors import RedisUnavailableError as RedisUnavailableError  # (re-exported)
 from .keys import KeySchema, tag_of
 from .settings import parse_keep_last, parse_ttl, redact_url, resolve_url
+from .transport_support import explain_response_error
 
 # Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
 # free connection (up to POOL_TIMEOUT seconds) instead of failing with "Too many connections".
@@ -53,14 +55,13 @@ def retry_backoff() -> ExponentialWithJitterBackoff:
     return ExponentialWithJitterBackoff(base=0.05, cap=1.0)
 
 
-class RedisUnavailableError(RedisConnectionError):
-    """The Redis server could not be reached (a ``redis.exceptions.ConnectionError``)."""
-
-
 class RedisSaverBase(BaseCheckpointSaver[str]):
     """Settings and the I/O-free core; subclasses add a transport."""
 
     _core: SaverCore
+    # the tuning limits of the savers made from here on (tests pass smaller ones; no option:
+    # the defaults are the measured ones)
+    _limits: Limits = Limits()
     _serde: SerializerProtocol = JsonPlusSerializer()
     _owns_client: bool
     _url: str
@@ -90,6 +91,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             tuple(dict.fromkeys(index_metadata)),
             compression=compression_level(compression),
             keep_last=parse_keep_last(keep_last),
+            limits=self._limits,
         )
         self._owns_client = client is None
         if client is not None:

@@ -6,7 +6,7 @@ checkpoint without its index entry, an orphan blob or writes hash; a blob that o
 unreadable record may reference is not an orphan). Each thread is checked in
 bounded steps (``lua/check_thread.lua``), so a giant thread never holds the server for long.
 A thread with jobs still pending (a delete, prune or copy whose client died midway, see
-``bulk.py``) is reaped first. On a store with a TTL, keys that expire one after the other can
+``core/jobs.py``) is reaped first. On a store with a TTL, keys that expire one after the other can
 show up until a reader or a put sweeps the entries that pointed at them: such problems are
 ``stale`` (see STALE), and ``rediskv doctor`` reports them as a warning, not a failure.
 """
@@ -17,8 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import bulk, lists
-from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall
+from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall, cluster_lists, discovery, jobs
 
 ORPHAN = "key not reachable from any index"
 EXPIRING_ORPHAN = "key not reachable from any index, expiring"
@@ -95,9 +94,9 @@ def _check_lists(core: SaverCore, tags: Sequence[str]) -> Op[list[Problem]]:
     """On a cluster: every list a thread's bounds name holds the thread's entry with at least
     that score (lua/include/lists.lua)."""
     problems: list[Problem] = []
-    for start in range(0, len(tags), bulk.BATCH_SIZE):
-        chunk = tags[start : start + bulk.BATCH_SIZE]
-        states = yield Batch([lists.state_call(core, tag, "*") for tag in chunk])
+    for start in range(0, len(tags), core.limits.batch_size):
+        chunk = tags[start : start + core.limits.batch_size]
+        states = yield Batch([cluster_lists.state_call(core, tag, "*") for tag in chunk])
         wanted: list[tuple[str, str, float]] = []  # (list key, member, bound)
         for tag, flat in zip(chunk, states, strict=True):
             fields = {f.decode(): v.decode() for f, v in zip(flat[::2], flat[1::2], strict=True)}
@@ -126,10 +125,10 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
     pending = [tag for tag in keys_by_tag if core.keys.gc(tag) in keys_by_tag[tag]]
     if pending:
         # finish what interrupted operations left, then look again
-        yield from bulk.run_jobs(core, [(tag, bulk.reap_call(core, tag)) for tag in pending])
+        yield from jobs.run_jobs(core, [(tag, jobs.reap_call(core, tag)) for tag in pending])
         keys_by_tag, problems = yield from _scan(core)
     found: set[Problem] = set(problems)
-    lists_ready = core.cluster_lists and (yield from core._lists_ready())
+    lists_ready = core.cluster_lists and (yield from discovery.lists_ready(core))
     if core.cluster_lists:
         with_bounds = sorted(
             t for t, keys in keys_by_tag.items() if core.keys.thread_bounds(t) in keys
@@ -138,12 +137,12 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
     reachable: dict[str, set[str]] = defaultdict(set)
     # per thread: its walk ("ns", then "runs") and cursor, until both are done
     walks: dict[str, tuple[str, Sequence[Arg]]] = {
-        tag: ("ns", bulk.START_CURSOR) for tag in keys_by_tag
+        tag: ("ns", jobs.START_CURSOR) for tag in keys_by_tag
     }
     while walks:
         tags = sorted(walks)
-        for start in range(0, len(tags), bulk.BATCH_SIZE):
-            chunk = tags[start : start + bulk.BATCH_SIZE]
+        for start in range(0, len(tags), core.limits.batch_size):
+            chunk = tags[start : start + core.limits.batch_size]
             replies = yield Batch(
                 [_check_call(core, tag, *walks[tag], lists_ready) for tag in chunk]
             )
@@ -155,7 +154,7 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
                 if cursor is not None:
                     walks[tag] = (mode, list(cursor))
                 elif mode == "ns":
-                    walks[tag] = ("runs", bulk.START_CURSOR)
+                    walks[tag] = ("runs", jobs.START_CURSOR)
                 else:
                     del walks[tag]
     orphans = {tag: sorted(keys - reachable[tag]) for tag, keys in keys_by_tag.items()}
@@ -169,8 +168,8 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
     )
     orphans = {tag: keys for tag, keys in orphans.items() if keys}
     tags = sorted(orphans)
-    for start in range(0, len(tags), bulk.BATCH_SIZE):
-        chunk = tags[start : start + bulk.BATCH_SIZE]
+    for start in range(0, len(tags), core.limits.batch_size):
+        chunk = tags[start : start + core.limits.batch_size]
         calls = [
             ScriptCall(
                 "check_thread",

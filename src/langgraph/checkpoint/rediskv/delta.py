@@ -69,7 +69,7 @@ def get_delta_channel_history(
         )
         for writes, seed_pairs in reply[1:]:
             step: dict[str, list[PendingWrite]] = {}
-            for write in core.pending_writes(writes):  # sorted by writes_sort_key
+            for write in core.codec.pending_writes(writes):  # sorted by writes_sort_key
                 step.setdefault(write[1], []).append(write)
             for channel, channel_writes in step.items():
                 found[channel].append(channel_writes)
@@ -77,10 +77,10 @@ def get_delta_channel_history(
                 seed_pairs[::3], seed_pairs[1::3], seed_pairs[2::3], strict=True
             ):
                 if base is None:
-                    seeds[open_channels[int(position) - 1]] = core.loads(stored)
+                    seeds[open_channels[int(position) - 1]] = core.codec.loads(stored)
                 else:  # compressed against a base (see .compression)
                     base_ref = stored[len(REF_MARK) : stored.index(b";")]
-                    seeds[open_channels[int(position) - 1]] = core.loads_channel(
+                    seeds[open_channels[int(position) - 1]] = core.codec.loads_channel(
                         b"", stored, {base_ref: base}
                     )[0]
         if reply[0] is None:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import MissingExtraError as MissingExtraError  # (re-exported)
 from .keys import KeySchema
 from .settings import install_hint, redact_url, resolve_url
 from .sync import RedisSaver
@@ -42,10 +43,6 @@ USER_LINES = (
     "Nice. Anything else?",
 )
 AFTER_RESTART = "Still there after the restart?"
-
-
-class MissingExtraError(RuntimeError):
-    """An optional package of the ``demo`` extra is not installed."""
 
 
 def _require(module: str) -> None:

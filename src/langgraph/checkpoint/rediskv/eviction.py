@@ -10,29 +10,12 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from .errors import EVICTION_FIX
+from .errors import CheckpointLostError as CheckpointLostError  # (its home before errors.py)
+
 logger = logging.getLogger(__name__)
 
-FIX = (
-    "set maxmemory-policy noeviction (ElastiCache: in the cluster's parameter group; "
-    "Memorystore: the maxmemory-policy configuration)"
-)
-
-
-class CheckpointLostError(LookupError):
-    """A read found a thread that lost a key it needs (its root, an index, a checkpoint or a
-    value) while other keys of the thread are still stored: the server evicted it. Nothing
-    is returned rather than an empty or older state that the app would take for the whole
-    thread. ``delete_thread`` removes what is left of it."""
-
-    def __init__(self, thread_id: str, what: str, key: str) -> None:
-        self.thread_id, self.what, self.key = thread_id, what, key
-        super().__init__(
-            f"thread {thread_id!r} lost its {what} ({key}) while other keys of the thread are "
-            "still stored: the Redis server most likely evicted it under memory pressure (its "
-            "maxmemory-policy is not noeviction). The thread cannot be read whole and nothing "
-            f"was returned; delete_thread({thread_id!r}) removes what is left, and to prevent "
-            f"it {FIX}"
-        )
+FIX = EVICTION_FIX
 
 
 def eviction_risk(policy: str, keys_expire: bool) -> str | None:

@@ -150,7 +150,7 @@ def _kept_checkpoint(
             (core.keys.index(tag, ns),),
             (core.keys.prefix, tag, encode_part(ns), checkpoint_id),
         )
-        return core.decode_record(thread_id, record) if record else None
+        return core.codec.decode_record(thread_id, record) if record else None
 
     return cast(CheckpointTuple | None, saver._run(read()))
 

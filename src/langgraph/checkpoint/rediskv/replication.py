@@ -17,8 +17,9 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-from .base import RUN_ALONE, UNAVAILABLE, RedisUnavailableError
+from .base import RUN_ALONE, UNAVAILABLE
 from .core import Batch, Request, ScriptCall
+from .errors import ReplicationError as ReplicationError  # (re-exported)
 
 # The scripts whose writes are the caller's: a put, its writes, a delete, prune, copy, a TTL
 # set, and on a cluster the threads-by-value entries a put writes ahead (a list that lost the
@@ -42,12 +43,6 @@ WAITED_SCRIPTS = frozenset(
 # how often a waited pipeline's failed calls go again (a script reloaded, a slot map read
 # again after a failover): every script is idempotent
 ATTEMPTS = 3
-
-
-class ReplicationError(RedisUnavailableError):
-    """Fewer replicas than ``wait_for_replicas`` acknowledged a write within ``wait_timeout``.
-    The write itself happened on the primary (it may be read back), but a failover now may
-    lose it. Every write is idempotent: retrying the call is safe."""
 
 
 @dataclass(frozen=True, slots=True)

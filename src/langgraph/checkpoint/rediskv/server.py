@@ -43,9 +43,9 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from .aio import AsyncRedisSaver
-from .base import RedisUnavailableError
 from .compression import compression_level
 from .core import DEFAULT_INDEXED_METADATA
+from .errors import RedisUnavailableError, SettingsError
 from .keys import validate_prefix
 from .settings import DEFAULT_URL, redact_url, resolve_url
 
@@ -81,15 +81,6 @@ ENV_VARS: tuple[str, ...] = (
 _OWN_NAMESPACE = "REDISKV_"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
-
-
-class SettingsError(ValueError):
-    """A bad setting in the environment; the message names the variable and its value."""
-
-    def __init__(self, variable: str, value: str, expected: str) -> None:
-        self.variable = variable
-        self.value = value
-        super().__init__(f"{variable}={value!r} is invalid: {expected}")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Generator
 from typing import Any, TypeVar
 
 from .core import Op, SaverCore, ScriptCall
+from .errors import StoreFormatError as StoreFormatError  # (re-exported)
 
 T = TypeVar("T")
 
@@ -23,10 +24,6 @@ RELEASE = "0.2.0"
 # the lowest release that reads what this release writes, which P:fmt says when it is later
 # than 0.1.0: 0.1.0 reads every key and record that 0.2.0 writes (tests/test_compat.py)
 WRITES_FORMAT = "0.1.0"
-
-
-class StoreFormatError(RuntimeError):
-    """The prefix holds data in a format this release cannot read."""
 
 
 def release_tuple(release: str) -> tuple[int, ...]:

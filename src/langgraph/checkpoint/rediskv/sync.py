@@ -56,13 +56,6 @@ from .core import (
     ScanPage,
     ScriptCall,
     Stream,
-    check_cluster_layout,
-    largest_arg,
-    next_scan_position,
-    node_groups,
-    refuse_oversized,
-    scan_position,
-    take_node_replies,
 )
 from .delta import get_delta_channel_history
 from .eviction import check_policy_once
@@ -71,6 +64,15 @@ from .replication import ATTEMPTS, ReplicationError, WaitForReplicas, take_repli
 from .scripts import script_sources
 from .settings import ttl_seconds
 from .storeformat import checked_first
+from .transport_support import (
+    check_cluster_layout,
+    largest_arg,
+    next_scan_position,
+    node_groups,
+    refuse_oversized,
+    scan_position,
+    take_node_replies,
+)
 
 T = TypeVar("T")
 

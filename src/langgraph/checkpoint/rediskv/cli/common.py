@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base import UNAVAILABLE
+from ..errors import CliError as CliError  # (re-exported)
 from ..keys import THREADS_BY_VALUE, KeySchema
 from ..settings import redact_url, resolve_url
 from ..sync import RedisSaver
@@ -19,10 +20,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 PIPELINE_SIZE = 500  # commands per pipeline
-
-
-class CliError(Exception):
-    """A user-facing error: reported as one line on stderr, exit code 1."""
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Whole-thread operations in bounded steps, free of I/O (the generator style of :mod:`.core`).
+"""Whole-thread operations in bounded steps, free of I/O (the generator style of :mod:`.requests`).
 
 delete_thread, prune, delete_for_runs, set_thread_ttl and copy_thread touch every key of a
 thread, which may be hundreds of thousands. A script that did it in one call would hold the
@@ -15,31 +15,22 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import lists
-from .keys import encode_part
+from ..errors import CopyInterruptedError, ServerFullError
+from ..keys import encode_part
+from . import cluster_lists, discovery
+from .requests import Arg, Batch, Op, ScriptCall
+from .state import CoreState
 
-if TYPE_CHECKING:
-    from .core import Arg, Op, SaverCore, ScriptCall
-
-# Work per script call, in units of about one Redis command: at most about 25 ms of server
-# time at 200,000 checkpoints (benchmarks/server_time.py; 1,500 reached 49 ms in one run).
-REAP_STEP = 1000
-# copy_thread: checkpoints, and bytes of values, per exported chunk.
-EXPORT_CHECKPOINTS = 150
-EXPORT_BYTES = 1 << 20
-# How many threads' calls go into one pipeline.
-BATCH_SIZE = 500
-# delete_for_runs: run ids per call (a call's work grows with them; a Lua table of more than
-# ~8,000 cannot be unpacked).
-RUN_CHUNK = 4000
+# (their tuning: Limits.reap_step, export_checkpoints, export_bytes, run_chunk, batch_size)
+# prune's strategies, and the job each one runs on a thread
+PRUNE_STRATEGIES = {
+    "keep_latest": "prune",
+    "delete_all": "delete_thread",
+    "delete": "delete_thread",
+}
 START_CURSOR: tuple[str, str, str, str] = ("0", "0", "", "")
-
-
-class CopyInterruptedError(RuntimeError):
-    """copy_thread's target was written, deleted or reaped while the copy ran; the copy was
-    discarded (nothing of it is visible). Run it again."""
 
 
 def require_list(values: Any, what: str) -> None:
@@ -51,102 +42,108 @@ def require_list(values: Any, what: str) -> None:
         )
 
 
-def reap_call(core: SaverCore, tag: str, only: tuple[str, str] | None = None) -> ScriptCall:
+def reap_call(core: CoreState, tag: str, only: tuple[str, str] | None = None) -> ScriptCall:
     """One step of the thread's pending jobs; ``only``: (job, token), that job alone, while
     it is pending under that token (a copy discarding its own job: reap_thread.lua)."""
-    from .core import ScriptCall
-
     return ScriptCall(
-        "reap_thread", (core.keys.gc(tag),), (core.keys.prefix, tag, REAP_STEP, *(only or ()))
+        "reap_thread",
+        (core.keys.gc(tag),),
+        (core.keys.prefix, tag, core.limits.reap_step, *(only or ())),
     )
 
 
 def job_call(
-    core: SaverCore, name: str, thread_id: str, *extra: Arg, budget: int = REAP_STEP
+    core: CoreState, name: str, thread_id: str, *extra: Arg, budget: int | None = None
 ) -> tuple[str, ScriptCall]:
-    """The first call of a job: KEYS (root, runs, gc), ARGV (prefix, tag, budget, ...)."""
-    from .core import ScriptCall
-
+    """The first call of a job: KEYS (root, runs, gc), ARGV (prefix, tag, budget
+    (limits.reap_step unless given), ...)."""
     tag = core.keys.tag(thread_id)
+    budget = core.limits.reap_step if budget is None else budget
     keys = (core.keys.thread(tag), core.keys.runs(tag), core.keys.gc(tag))
     return tag, ScriptCall(name, keys, (core.keys.prefix, tag, budget, *extra))
 
 
-def finish_reaping(core: SaverCore, thread_id: str) -> Op[None]:
+def finish_reaping(core: CoreState, thread_id: str) -> Op[None]:
     """Reap, in bounded steps, every job pending on the thread (also one whose client died
     midway); writers call this when their script replies "REAPING"."""
-    yield from _reap_tag(core, core.keys.tag(thread_id))
+    yield from reap_tag(core, core.keys.tag(thread_id))
 
 
-def run_jobs(core: SaverCore, first_calls: Iterable[tuple[str, ScriptCall]]) -> Op[None]:
+def run_jobs(core: CoreState, first_calls: Iterable[tuple[str, ScriptCall]]) -> Op[None]:
     """Send each thread's first call, then reap every thread whose reply says work is left,
     until none is. Many threads go out in pipelines, one step of each per round trip."""
-    from .core import Batch
-
     calls = list(first_calls)
     if len(calls) == 1:  # one thread: plain calls (a pipeline would load the scripts first)
         tag, call = calls[0]
         if (yield call):
-            yield from _reap_tag(core, tag)
+            yield from reap_tag(core, tag)
         return
     pending = [tag for tag, _ in calls]
     replies: list[Any] = []
-    for start in range(0, len(calls), BATCH_SIZE):
-        replies += yield Batch([call for _, call in calls[start : start + BATCH_SIZE]])
+    for start in range(0, len(calls), core.limits.batch_size):
+        replies += yield Batch([call for _, call in calls[start : start + core.limits.batch_size]])
     while True:
         pending = [tag for tag, reply in zip(pending, replies, strict=True) if reply]
         if not pending:
             return
         replies = []
-        for start in range(0, len(pending), BATCH_SIZE):
-            chunk = pending[start : start + BATCH_SIZE]
+        for start in range(0, len(pending), core.limits.batch_size):
+            chunk = pending[start : start + core.limits.batch_size]
             replies += yield Batch([reap_call(core, tag) for tag in chunk])
 
 
-def _reap_tag(core: SaverCore, tag: str, only: tuple[str, str] | None = None) -> Op[None]:
+def reap_tag(core: CoreState, tag: str, only: tuple[str, str] | None = None) -> Op[None]:
     call = reap_call(core, tag, only)
     while (yield call):
         pass
 
 
-def delete_thread(core: SaverCore, thread_id: str) -> Op[None]:
+def delete_thread(core: CoreState, thread_id: str) -> Op[None]:
     yield from _delete_threads(core, [str(thread_id)])
+    core.bases.drop_thread(core.keys.tag(thread_id))  # gone with the thread
 
 
-def prune(core: SaverCore, thread_ids: Sequence[str], script: str) -> Op[None]:
+def prune(core: CoreState, thread_ids: Sequence[str], strategy: str = "keep_latest") -> Op[None]:
+    script = PRUNE_STRATEGIES.get(strategy)
+    if script is None:
+        raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete_all'")
     require_list(thread_ids, "prune's thread_ids")
     if script == "delete_thread":
         yield from _delete_threads(core, [str(t) for t in thread_ids])
+        for thread_id in thread_ids:
+            core.bases.drop_thread(core.keys.tag(thread_id))  # gone with the threads
     else:
         yield from run_jobs(core, (job_call(core, script, str(t)) for t in thread_ids))
 
 
-def _delete_threads(core: SaverCore, thread_ids: list[str]) -> Op[None]:
+def _delete_threads(core: CoreState, thread_ids: list[str]) -> Op[None]:
     delete = run_jobs(core, (job_call(core, "delete_thread", t) for t in thread_ids))
     if core.cluster_lists:  # their entries in the lists go after them
-        yield from lists.forget_threads(core, thread_ids, delete)
+        yield from cluster_lists.forget_threads(core, thread_ids, delete)
     else:
         yield from delete
 
 
-def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
-    from .core import Batch
+def delete_for_runs(core: CoreState, run_ids: Sequence[str]) -> Op[None]:
 
     require_list(run_ids, "delete_for_runs' run_ids")
     if not run_ids:
         return
     encoded = [encode_part(str(r)) for r in run_ids]
     thread_ids: list[str] | None = None
-    if core.cluster_lists and (yield from core._lists_ready()):
-        thread_ids = yield from core._threads_of_runs([str(r) for r in run_ids])
+    if core.cluster_lists and (yield from discovery.lists_ready(core)):
+        thread_ids = yield from discovery.threads_of_runs(core, [str(r) for r in run_ids])
     elif core.global_index:  # run_id's metadata index, when it is complete
-        thread_ids = yield from core._threads_in_run_index([str(r) for r in run_ids])
+        thread_ids = yield from discovery.threads_in_run_index(core, [str(r) for r in run_ids])
     if thread_ids is None:
-        thread_ids = yield from core._scan_thread_ids()
+        thread_ids = yield from discovery.scan_thread_ids(core)
     # many runs go a chunk per call; all but the last chunk are only staged under a token
     # (budget 0), the last one makes them one job and starts the reaping, so a reap between
     # the calls cannot start a job that holds part of them (lua/delete_for_runs.lua)
-    chunks = [encoded[start : start + RUN_CHUNK] for start in range(0, len(encoded), RUN_CHUNK)]
+    chunks = [
+        encoded[start : start + core.limits.run_chunk]
+        for start in range(0, len(encoded), core.limits.run_chunk)
+    ]
     token = secrets.token_hex(8) if len(chunks) > 1 else ""
     for chunk in chunks[:-1]:
         calls = [
@@ -155,30 +152,29 @@ def delete_for_runs(core: SaverCore, run_ids: Sequence[str]) -> Op[None]:
         if len(calls) == 1:  # (a pipeline would load the scripts first)
             yield calls[0]
             continue
-        for start in range(0, len(calls), BATCH_SIZE):
-            yield Batch(calls[start : start + BATCH_SIZE])
+        for start in range(0, len(calls), core.limits.batch_size):
+            yield Batch(calls[start : start + core.limits.batch_size])
     last = chunks[-1]
     yield from run_jobs(
         core, (job_call(core, "delete_for_runs", t, token, *last) for t in thread_ids)
     )
 
 
-def set_thread_ttl(core: SaverCore, thread_id: str, seconds: int | None) -> Op[None]:
-    from .core import ScriptCall
-
+def set_thread_ttl(core: CoreState, thread_id: str, seconds: int | None) -> Op[None]:
+    """Give a thread its own expiry (``0`` pins it), or, with ``None``, return it to the
+    saver's default."""
     tag = core.keys.tag(str(thread_id))
     mode, value = ("default", core.ttl_seconds) if seconds is None else ("own", seconds)
     keys = core.keys
     call = ScriptCall(
         "set_thread_ttl",
         (keys.thread(tag), keys.runs(tag), keys.thread_ttl(tag), keys.gc(tag)),
-        (keys.prefix, tag, mode, value, REAP_STEP),
+        (keys.prefix, tag, mode, value, core.limits.reap_step),
     )
     yield from run_jobs(core, [(tag, call)])
 
 
-def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -> Op[None]:
-    from .core import ScriptCall, ServerFullError
+def copy_thread(core: CoreState, source_thread_id: str, target_thread_id: str) -> Op[None]:
 
     source, target = str(source_thread_id), str(target_thread_id)
     if source == target:
@@ -187,7 +183,7 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
     source_tag, tag = keys.tag(source), keys.tag(target)
     target_keys = (keys.thread(tag), keys.runs(tag), keys.gc(tag))
 
-    ahead = lists.Ahead() if core.cluster_lists else None
+    ahead = cluster_lists.Ahead() if core.cluster_lists else None
 
     # the copy's job is its number and this token: a number comes again once the target's
     # jobs are all gone (a delete discarded this one), the token never
@@ -202,14 +198,21 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
         """One chunk into the target; on a cluster, once the lists it needs hold the target."""
         while True:
             reply = yield target_call("chunk", job, *records)
-            if ahead is None or not lists.is_index_reply(reply):
+            if ahead is None or not cluster_lists.is_index_reply(reply):
                 if ahead is not None:
                     ahead.bounds.clear()  # (recorded by the target: the hint stays short)
                 return int(reply)
-            yield from lists.answer(core, tag, reply, ahead)
+            yield from cluster_lists.answer(core, tag, reply, ahead)
 
     def export_call(cursor: Sequence[Arg], *mode: Arg) -> ScriptCall:
-        args = (keys.prefix, source_tag, *cursor, EXPORT_CHECKPOINTS, EXPORT_BYTES, *mode)
+        args = (
+            keys.prefix,
+            source_tag,
+            *cursor,
+            core.limits.export_checkpoints,
+            core.limits.export_bytes,
+            *mode,
+        )
         return ScriptCall("export_thread", (keys.thread(source_tag),), args)
 
     def refuse_unreadable(reply: Sequence[Any]) -> None:
@@ -224,7 +227,7 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
         job = int((yield target_call("begin", 0)))
         if job >= 0:
             break
-        yield from _reap_tag(core, tag)  # an earlier job of the target goes first
+        yield from reap_tag(core, tag)  # an earlier job of the target goes first
     if job < 0:
         raise CopyInterruptedError(f"the copy target {target!r} keeps being reaped")
     cursor: Sequence[Arg] = START_CURSOR
@@ -270,7 +273,7 @@ def copy_thread(core: SaverCore, source_thread_id: str, target_thread_id: str) -
         # keeps the checkpoints copied so far, each whole.
         if job > 0:
             with contextlib.suppress(Exception):  # (the error that stopped the copy says why)
-                yield from _reap_tag(core, tag, (f"copy:{job}", token))
+                yield from reap_tag(core, tag, (f"copy:{job}", token))
         elif copied and isinstance(exc, ServerFullError):
             raise ServerFullError(
                 f"copy of {source!r} to {target!r} stopped midway: the checkpoints copied "

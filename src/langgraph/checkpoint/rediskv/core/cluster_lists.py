@@ -1,4 +1,4 @@
-"""Threads-by-value lists on a Redis Cluster, free of I/O (the generator style of :mod:`.core`).
+"""Threads-by-value lists on a Redis Cluster, free of I/O (the generator style of :mod:`.requests`).
 
 A cluster keeps the lists ``P:tm:S`` as a standalone server does (the threads that have a
 checkpoint with metadata value S, each scored at least by the newest of them), so that
@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .keys import encode_part, metadata_index_suffix
-
-if TYPE_CHECKING:
-    from .core import Op, SaverCore, ScriptCall
+from ..keys import encode_part, metadata_index_suffix
+from .requests import Batch, NodeBatch, Op, ScriptCall
+from .rules import thread_indexed
+from .state import CoreState
 
 # A thread's entry is written with a score this far above the checkpoint that needs it, so
 # that the checkpoints of the next seconds (a run's supersteps) need no new write: 10 seconds
@@ -41,8 +40,6 @@ LIST_RENEW = LIST_MARGIN // 2
 # lists of values no thread uses any more, and of threads that expired, go this way.
 LIST_IDLE = 3600 * 39_062
 SWEEP_SAMPLE = 32
-# threads whose incarnation and bounds a saver remembers (most recently written)
-CACHE_SIZE = 10_000
 
 
 def run_suffix(run_id: str) -> str:
@@ -53,30 +50,6 @@ def run_suffix(run_id: str) -> str:
 def score_arg(score: float) -> str:
     """A score as the scripts take it (score_arg in lua/include/keyschema.lua)."""
     return "inf" if math.isinf(score) else str(int(score))
-
-
-@dataclass
-class ListCache:
-    """What this saver wrote of each thread's entries: its incarnation and, per list, the
-    score written (a hint: the thread's script has the last word)."""
-
-    threads: OrderedDict[str, tuple[str, dict[str, float]]] = field(default_factory=OrderedDict)
-
-    def get(self, tag: str) -> tuple[str, dict[str, float]] | None:
-        return self.threads.get(tag)
-
-    def put(self, tag: str, inc: str, bounds: dict[str, float]) -> None:
-        known = self.threads.get(tag)
-        merged = dict(known[1]) if known and known[0] == inc else {}
-        for suffix, bound in bounds.items():
-            merged[suffix] = max(bound, merged.get(suffix, bound))
-        self.threads[tag] = (inc, merged)
-        self.threads.move_to_end(tag)
-        while len(self.threads) > CACHE_SIZE:
-            self.threads.popitem(last=False)
-
-    def drop(self, tag: str) -> None:
-        self.threads.pop(tag, None)
 
 
 @dataclass
@@ -99,7 +72,6 @@ def needs_of(
 ) -> dict[str, float]:
     """The lists a checkpoint needs (as add_list_needs() in lua/include/lists.lua finds them):
     ``filter_fields`` are its (metadata key, canonical JSON) pairs."""
-    from .core import thread_indexed
 
     needs = {
         metadata_index_suffix(key, canonical): score
@@ -111,7 +83,7 @@ def needs_of(
     return needs
 
 
-def before_put(core: SaverCore, tag: str, needs: dict[str, float], ahead: Ahead) -> Op[None]:
+def before_put(core: CoreState, tag: str, needs: dict[str, float], ahead: Ahead) -> Op[None]:
     """Write the entries a put needs ahead when this saver knows the thread's incarnation and
     its entries fall short (a new run, a new value, the margin used up): one round trip
     instead of a refused call and then one."""
@@ -126,7 +98,7 @@ def before_put(core: SaverCore, tag: str, needs: dict[str, float], ahead: Ahead)
         yield from _enter(core, tag, ahead, {**renew, **short})
 
 
-def answer(core: SaverCore, tag: str, reply: Sequence[bytes], ahead: Ahead) -> Op[None]:
+def answer(core: CoreState, tag: str, reply: Sequence[bytes], ahead: Ahead) -> Op[None]:
     """Write the entries an ``INDEX`` reply asks for; the call goes again with ``ahead``."""
     inc = reply[1].decode()
     if inc != ahead.inc:
@@ -144,11 +116,10 @@ def is_index_reply(reply: Any) -> bool:
     return isinstance(reply, list) and len(reply) > 1 and reply[0] == b"INDEX"
 
 
-def _enter(core: SaverCore, tag: str, ahead: Ahead, wanted: dict[str, float]) -> Op[None]:
+def _enter(core: CoreState, tag: str, ahead: Ahead, wanted: dict[str, float]) -> Op[None]:
     """Enter the thread in the lists it wants, scored a margin above, and the lists in the
     registry, in one pipeline; then check the members the lists sampled, and sweep the lists
     the registry names as idle."""
-    from .core import Batch, ScriptCall
 
     member = tag + ahead.inc
     calls = []
@@ -181,10 +152,9 @@ def _enter(core: SaverCore, tag: str, ahead: Ahead, wanted: dict[str, float]) ->
         yield from _sweep(core, lists, score_arg(max(wanted.values())))
 
 
-def _remove_dead(core: SaverCore, entries: set[tuple[str, bytes]]) -> Op[dict[str, int]]:
+def _remove_dead(core: CoreState, entries: set[tuple[str, bytes]]) -> Op[dict[str, int]]:
     """Remove the entries (list key, member) whose incarnation is gone; returns, for each list
     that had such entries, the number of members left."""
-    from .core import Batch, ScriptCall
 
     members = sorted({member for _, member in entries})
     states = yield Batch([state_call(core, _tag(m)) for m in members])
@@ -201,11 +171,10 @@ def _remove_dead(core: SaverCore, entries: set[tuple[str, bytes]]) -> Op[dict[st
     return dict(zip(dead, (int(n) for n in left), strict=True))
 
 
-def _sweep(core: SaverCore, idle: list[tuple[str, bytes]], now: str) -> Op[None]:
+def _sweep(core: CoreState, idle: list[tuple[str, bytes]], now: str) -> Op[None]:
     """Sweep lists nobody wrote to for LIST_IDLE: a sample of each is checked and the entries
     of gone incarnations removed; an empty list leaves the registry, one with members goes
     to its back (lua/thread_list_registry.lua)."""
-    from .core import Batch, ScriptCall
 
     keys = [core.keys.threads_with(suffix) for suffix, _ in idle]
     samples = yield Batch(
@@ -219,10 +188,9 @@ def _sweep(core: SaverCore, idle: list[tuple[str, bytes]], now: str) -> Op[None]
     yield ScriptCall("thread_list_registry", (core.keys.lists_registry(),), ("swept", now, *swept))
 
 
-def state_call(core: SaverCore, tag: str, *what: str) -> ScriptCall:
+def state_call(core: CoreState, tag: str, *what: str) -> ScriptCall:
     """What a thread's P:tb holds (lua/thread_lists.lua): its incarnation and lists; with a
     list S, its incarnation and newest score with S; with "*", every field."""
-    from .core import ScriptCall
 
     return ScriptCall("thread_lists", (core.keys.thread_bounds(tag),), what)
 
@@ -237,7 +205,7 @@ def tag_of_member(member: bytes) -> bytes:
 
 
 def probe(
-    core: SaverCore, suffix: str, asked: Sequence[tuple[str, float, bytes]]
+    core: CoreState, suffix: str, asked: Sequence[tuple[str, float, bytes]]
 ) -> Op[list[tuple[str, float]]]:
     """The newest score with value ``suffix`` of each thread asked (thread id, list score,
     list member), in one round trip: a thread's list score is loose by LIST_MARGIN, this is the
@@ -245,7 +213,6 @@ def probe(
     deleted since may have had it). Threads whose member is of a gone incarnation are left
     out, and their members removed from the list; so are threads that have the entry but
     no such checkpoint (a put that wrote ahead and never came)."""
-    from .core import NodeBatch, ScriptCall
 
     # (on a cluster, one call per node: lua/thread_states.lua)
     calls = [state_call(core, _tag(member), suffix) for _, _, member in asked]
@@ -266,16 +233,15 @@ def _tag(member: bytes) -> str:
     return tag_of_member(member).decode()
 
 
-def missing_entries(core: SaverCore, tags: Sequence[str]) -> Op[list[tuple[str, str, str, float]]]:
+def missing_entries(core: CoreState, tags: Sequence[str]) -> Op[list[tuple[str, str, str, float]]]:
     """The entries the threads' bounds (P:tb) say their lists hold and the lists do not, with
     at least the bound's score, as (thread tag, incarnation, list S, bound). A failover of a
     list's node loses an entry its replica had not received yet, while the thread's node,
     another, keeps the bound: its puts then write nothing ahead into that list again."""
-    from .core import BATCH_SIZE, Batch, ScriptCall
 
     missing: list[tuple[str, str, str, float]] = []
-    for start in range(0, len(tags), BATCH_SIZE):
-        chunk = tags[start : start + BATCH_SIZE]
+    for start in range(0, len(tags), core.limits.batch_size):
+        chunk = tags[start : start + core.limits.batch_size]
         states = yield Batch([state_call(core, tag, "*") for tag in chunk])
         wanted: list[tuple[str, str, str, float]] = []
         for tag, flat in zip(chunk, states, strict=True):
@@ -298,7 +264,7 @@ def missing_entries(core: SaverCore, tags: Sequence[str]) -> Op[list[tuple[str, 
     return missing
 
 
-def enter_missing(core: SaverCore, tags: Sequence[str]) -> Op[int]:
+def enter_missing(core: CoreState, tags: Sequence[str]) -> Op[int]:
     """Enter again the entries the threads' bounds name and their lists lost (see
     missing_entries), with the bounds' scores; returns how many."""
     missing = yield from missing_entries(core, tags)
@@ -310,16 +276,17 @@ def enter_missing(core: SaverCore, tags: Sequence[str]) -> Op[int]:
     return len(missing)
 
 
-def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None]) -> Op[None]:
+def forget_threads(core: CoreState, thread_ids: Sequence[str], delete: Op[None]) -> Op[None]:
     """Run ``delete`` (of whole threads), then take the threads' entries of the incarnations
     it ended out of their lists. (Entries of a thread that expired go when a write-ahead into
     their list samples them, a reader's probe meets them, or the list's sweep once idle.)"""
-    from .core import BATCH_SIZE, Batch, ScriptCall
 
     tags = [core.keys.tag(t) for t in thread_ids]
     states: list[Any] = []
-    for start in range(0, len(tags), BATCH_SIZE):
-        states += yield Batch([state_call(core, tag) for tag in tags[start : start + BATCH_SIZE]])
+    for start in range(0, len(tags), core.limits.batch_size):
+        states += yield Batch(
+            [state_call(core, tag) for tag in tags[start : start + core.limits.batch_size]]
+        )
     yield from delete
     removals = [
         ScriptCall(
@@ -333,5 +300,5 @@ def forget_threads(core: SaverCore, thread_ids: Sequence[str], delete: Op[None])
     ]
     for tag in tags:
         core.list_cache.drop(tag)
-    for start in range(0, len(removals), BATCH_SIZE):
-        yield Batch(removals[start : start + BATCH_SIZE])
+    for start in range(0, len(removals), core.limits.batch_size):
+        yield Batch(removals[start : start + core.limits.batch_size])

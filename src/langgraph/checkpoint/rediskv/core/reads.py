@@ -1,0 +1,99 @@
+"""Reads of one thread: get_tuple, and list() of a thread (list(None) goes to .listing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
+
+from ..keys import encode_part, metadata_index_suffix
+from . import cluster_lists, listing, paging
+from .merge import StreamMerge
+from .requests import Arg, Op, ScriptCall, Stream
+from .rules import UNSELECTIVE, indexable, thread_id_of, thread_indexed
+from .state import CoreState
+
+
+def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | None]:
+    thread_id = thread_id_of(config)
+    ns = config["configurable"].get("checkpoint_ns") or ""
+    tag = core.keys.tag(thread_id)
+    ns_enc = encode_part(ns)
+    # the bases this saver holds of the namespace's channels: the script sends back none
+    # of those still stored with the same mark (a chat's base is its history)
+    held = {b.ref.encode(): b for b in core.bases.of_namespace(tag, ns_enc) if b.mark}
+    held_args: list[Arg] = [len(held)]
+    for ref, base in held.items():
+        held_args += [ref, base.mark]
+    record = yield ScriptCall(
+        "get_tuple",
+        (core.keys.index(tag, ns),),
+        (
+            core.keys.prefix,
+            tag,
+            ns_enc,
+            get_checkpoint_id(config) or "",
+            core.read_ttl_seconds,
+            *held_args,
+        ),
+    )
+    return core.codec.decode_record(thread_id, record, warm=True, held=held) if record else None
+
+
+def list_checkpoints(
+    core: CoreState,
+    config: RunnableConfig | None,
+    *,
+    filter: dict[str, Any] | None = None,
+    before: RunnableConfig | None = None,
+    limit: int | None = None,
+) -> Stream:
+    if limit is not None and limit <= 0:
+        return
+    if filter is not None and not isinstance(filter, dict):
+        raise TypeError(f"filter must be a dict of metadata keys to values, not {filter!r}")
+    filter_args: list[Arg] = [len(filter or {})]
+    index: tuple[str, str] | None = None  # (metadata key, index key) to start from
+    by_value: list[str] = []  # threads-by-value indexes of the filter's values
+    for key, value in sorted((filter or {}).items(), key=lambda kv: kv[0] in UNSELECTIVE):
+        if not isinstance(key, str):
+            raise TypeError(f"filter keys must be strings (metadata keys are), not {key!r}")
+        canonical = core.codec.canonical(value)
+        filter_args += [f"m:{key}", canonical]
+        if index is None and key in core.indexed and indexable(canonical):
+            index = (key, core.keys.metadata_index(metadata_index_suffix(key, canonical)))
+        if thread_indexed(key, canonical):
+            by_value.append(core.keys.threads_with(metadata_index_suffix(key, canonical)))
+        if core.cluster_lists and key == "run_id" and isinstance(value, str):
+            by_value.insert(0, core.keys.threads_with(cluster_lists.run_suffix(value)))  # (a few)
+    before_id = (get_checkpoint_id(before) or "") if before else ""
+    if config is None and index is not None:
+        yield from listing.list_indexed(core, *index, filter_args, before_id, limit)
+        return
+    if config is None and by_value and (core.global_index or core.cluster_lists):
+        yield from listing.list_thread_candidates(core, by_value, filter_args, before_id, limit)
+        return
+    if config is None:
+        yield from listing.list_all_threads(core, filter_args, before_id, limit)
+        return
+    thread_id = thread_id_of(config)
+    ns = config["configurable"].get("checkpoint_ns")
+    only_id = get_checkpoint_id(config) or ""
+
+    def call(before: Arg, page: int) -> ScriptCall:
+        return paging.list_call(core, thread_id, ns, only_id, before, page, filter_args)
+
+    first = yield call(before_id, paging.page_size(core.limits, limit))
+    if first and first[0] == b"NAMESPACES":  # too many to merge in one call
+        streams = paging.namespace_streams(core.limits, thread_id, first[1:])
+        yield from StreamMerge(core, streams, filter_args, before_id, limit).run()
+        return
+    yield from paging.pages(
+        core,
+        call,
+        lambda reply: (core.codec.decode_record(thread_id, record) for record in reply[1:]),
+        before_id,
+        limit,
+        first,
+    )

@@ -1,0 +1,116 @@
+"""What one saver's operations share: its settings, its codec, its limits, and the caches it
+keeps between calls. The operation modules take it as their first argument (``core``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ..compression import DEFAULT_LEVEL, BaseCache
+from ..keys import KeySchema
+from ..settings import TTLSettings
+from .codec import Codec
+from .limits import Limits
+
+_State = TypeVar("_State", bound="CoreState")
+
+# threads whose incarnation and bounds a saver remembers (most recently written)
+LIST_CACHE_SIZE = 10_000
+
+
+@dataclass
+class ListCache:
+    """On a cluster: what this saver wrote of each thread's threads-by-value entries (see
+    cluster_lists): its incarnation and, per list, the score written (a hint: the thread's
+    script has the last word)."""
+
+    threads: OrderedDict[str, tuple[str, dict[str, float]]] = field(default_factory=OrderedDict)
+
+    def get(self, tag: str) -> tuple[str, dict[str, float]] | None:
+        return self.threads.get(tag)
+
+    def put(self, tag: str, inc: str, bounds: dict[str, float]) -> None:
+        known = self.threads.get(tag)
+        merged = dict(known[1]) if known and known[0] == inc else {}
+        for suffix, bound in bounds.items():
+            merged[suffix] = max(bound, merged.get(suffix, bound))
+        self.threads[tag] = (inc, merged)
+        self.threads.move_to_end(tag)
+        while len(self.threads) > LIST_CACHE_SIZE:
+            self.threads.popitem(last=False)
+
+    def drop(self, tag: str) -> None:
+        self.threads.pop(tag, None)
+
+
+@dataclass(frozen=True, slots=True)
+class CoreState:
+    """Key building, settings, codec and limits of one saver."""
+
+    keys: KeySchema
+    serde: SerializerProtocol  # the saver's serializer; values are stored with codec.storage
+    ttl: TTLSettings | None = None
+    # metadata keys with a global index (empty on a cluster, where it cannot be kept atomic)
+    indexed: tuple[str, ...] = ()
+    # False on a cluster: no global metadata index at all
+    global_index: bool = True
+    # True on a cluster: threads-by-value lists written ahead by the client (see
+    # cluster_lists)
+    cluster_lists: bool = False
+    # what this saver wrote of the threads' list entries (mutable on purpose: a cache)
+    list_cache: ListCache = dataclasses.field(default_factory=ListCache)
+    # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
+    registered: list[bool] = dataclasses.field(default_factory=list)
+    # set once the prefix's stored format has been checked (see ..storeformat; mutable on
+    # purpose: a per-saver cache)
+    format_checked: list[bool] = dataclasses.field(default_factory=list)
+    # on a cluster: when the threads-by-value lists were last known to be complete (they stay
+    # so, but for a store emptied and refilled without them, as a restored backup of an older
+    # version), saving a listing the round trip that asks for limits.ready_known_for seconds
+    # (mutable on purpose: a per-saver cache)
+    lists_known_ready: list[float] = dataclasses.field(default_factory=list)
+    # zstd level of stored values, None for uncompressed (see ..compression)
+    compression: int | None = DEFAULT_LEVEL
+    # keep only the newest this many checkpoints per namespace (0: all), see
+    # lua/include/trim.lua
+    keep_last: int = 0
+    limits: Limits = dataclasses.field(default_factory=Limits)
+    # the bases channel values are compressed against (mutable on purpose: a per-saver cache)
+    bases: BaseCache = dataclasses.field(default_factory=BaseCache)
+    # the bases of the values read lately, by their stored bytes (see Codec.base); sized by
+    # limits.read_bases when None
+    read_bases: BaseCache | None = None
+    # serialization and compression, built from the fields above
+    codec: Codec = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        read_bases = self.read_bases
+        if read_bases is None:
+            read_bases = BaseCache(self.limits.read_bases)
+            object.__setattr__(self, "read_bases", read_bases)
+        codec = Codec(
+            self.keys,
+            self.serde,
+            self.compression,
+            self.keep_last,
+            self.bases,
+            read_bases,
+            self.limits.ref_min_size,
+        )
+        object.__setattr__(self, "codec", codec)
+
+    def with_serde(self: _State, serde: SerializerProtocol) -> _State:
+        return replace(self, serde=serde)
+
+    @property
+    def ttl_seconds(self) -> int:
+        return self.ttl.seconds if self.ttl else 0
+
+    @property
+    def read_ttl_seconds(self) -> int:
+        """get_tuple's refresh argument: the default ttl, or -1 for no refresh on read."""
+        return self.ttl.seconds if self.ttl and self.ttl.refresh_on_read else -1

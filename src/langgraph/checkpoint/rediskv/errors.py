@@ -1,0 +1,93 @@
+"""Every error the package raises, under one base, :class:`RediskvError`.
+
+Each error also derives from the built-in or redis-py error it was before the hierarchy
+existed, so that ``except`` clauses written against those keep working: ServerFullError is
+still an ``OutOfMemoryError``, CheckpointLostError a ``LookupError``, RedisUnavailableError a
+redis-py ``ConnectionError``, and so on. The modules that raised them re-export them.
+"""
+
+from __future__ import annotations
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
+
+# what prevents eviction (CheckpointLostError's message; the doctor's advice: .eviction)
+EVICTION_FIX = (
+    "set maxmemory-policy noeviction (ElastiCache: in the cluster's parameter group; "
+    "Memorystore: the maxmemory-policy configuration)"
+)
+
+
+class RediskvError(Exception):
+    """The base of every error this package raises (catch it to catch them all)."""
+
+
+class SerializationError(RediskvError, TypeError):
+    """A value could not be serialized; nothing was written."""
+
+
+class ValueTooLargeError(RediskvError, ValueError):
+    """A value is larger than the server accepts (its proto-max-bulk-len); nothing was
+    written."""
+
+
+class ServerFullError(RediskvError, OutOfMemoryError):
+    """The server is over its ``maxmemory`` and refused a write; nothing was written."""
+
+
+class ListingInterruptedError(RediskvError, RuntimeError):
+    """A listing over every thread of a Redis Cluster met slots moved, or being moved,
+    between its SCAN steps (see transport_support.check_cluster_layout)."""
+
+
+class CopyInterruptedError(RediskvError, RuntimeError):
+    """copy_thread's target was written, deleted or reaped while the copy ran; the copy was
+    discarded (nothing of it is visible). Run it again."""
+
+
+class StoreFormatError(RediskvError, RuntimeError):
+    """The prefix holds data in a format this release cannot read."""
+
+
+class CheckpointLostError(RediskvError, LookupError):
+    """A read found a thread that lost a key it needs (its root, an index, a checkpoint or a
+    value) while other keys of the thread are still stored: the server evicted it. Nothing
+    is returned rather than an empty or older state that the app would take for the whole
+    thread. ``delete_thread`` removes what is left of it."""
+
+    def __init__(self, thread_id: str, what: str, key: str) -> None:
+        self.thread_id, self.what, self.key = thread_id, what, key
+        super().__init__(
+            f"thread {thread_id!r} lost its {what} ({key}) while other keys of the thread are "
+            "still stored: the Redis server most likely evicted it under memory pressure (its "
+            "maxmemory-policy is not noeviction). The thread cannot be read whole and nothing "
+            f"was returned; delete_thread({thread_id!r}) removes what is left, and to prevent "
+            f"it {EVICTION_FIX}"
+        )
+
+
+class RedisUnavailableError(RediskvError, RedisConnectionError):
+    """The Redis server could not be reached (a ``redis.exceptions.ConnectionError``)."""
+
+
+class ReplicationError(RedisUnavailableError):
+    """Fewer replicas than ``wait_for_replicas`` acknowledged a write within ``wait_timeout``.
+    The write itself happened on the primary (it may be read back), but a failover now may
+    lose it. Every write is idempotent: retrying the call is safe."""
+
+
+class SettingsError(RediskvError, ValueError):
+    """A bad setting in the environment; the message names the variable and its value."""
+
+    def __init__(self, variable: str, value: str, expected: str) -> None:
+        self.variable = variable
+        self.value = value
+        super().__init__(f"{variable}={value!r} is invalid: {expected}")
+
+
+class CliError(RediskvError):
+    """A user-facing error of the command line: reported as one line on stderr, exit code 1."""
+
+
+class MissingExtraError(RediskvError, RuntimeError):
+    """An optional package of the ``demo`` extra is not installed."""
