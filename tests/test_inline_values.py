@@ -17,9 +17,9 @@ import redis
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.rediskv import RedisSaver, core
+from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.compression import with_compression
-from langgraph.checkpoint.rediskv.core import INLINE_MARK
+from langgraph.checkpoint.rediskv.core import INLINE_MARK, writes
 from langgraph.checkpoint.rediskv.keys import decode_part
 
 from .conftest import keys_of, record_of
@@ -106,7 +106,7 @@ def test_a_record_written_before_inlining_still_reads(
 ) -> None:
     values = {"turn": 3, "branch:to:a": None, "text": BIG}
     with monkeypatch.context() as m:
-        m.setattr(core, "_inlinable", lambda channel, value: False)  # the layout before
+        m.setattr(writes, "inlinable", lambda channel, value: False)  # the layout before
         put(saver, "t", values)
     assert blob_channels(client, prefix) == {"turn", "branch:to:a", "text"}
     (cp,) = keys_of(client, f"{prefix}:cp:*")
