@@ -1134,7 +1134,7 @@ def scaling_rows(results: Results, subjects: Sequence[Subject], small: str, big:
 CATEGORIES = (
     ("serde (JsonPlus/msgpack + langchain message (de)construction)",
      ("langgraph/checkpoint/serde", "ormsgpack", "langchain_core", "pydantic")),
-    ("this saver: core.py / keys.py", ("rediskv/core.py", "rediskv/keys.py")),
+    ("this saver: core/ / keys.py", ("rediskv/core/", "rediskv/keys.py")),
     ("this saver: transport aio.py / sync.py", ("rediskv/aio.py", "rediskv/sync.py")),
     ("redis-py (encoding, parsing, pool)", ("/redis/", "hiredis")),
     ("asyncio event loop", ("asyncio/", "selectors.py")),

@@ -14,8 +14,9 @@ written over time have, and that tenant has a row of its own.
 Redis: a private redis-server started for the run (persistence off), written with the async
 saver, 64 calls in flight; with `--cluster`, also the test suite's 3-node cluster (its
 LocalCluster, persistence turned off), written the same way, and `delete_for_runs` of one run
-timed on each saver (the threads-by-value lists on a cluster, see lists.py); PostgreSQL:
-`AsyncPostgresSaver` in a new database (`--postgres-url`, as bench.py), dropped at the end. Each
+timed on each saver (the threads-by-value lists on a cluster, see core/cluster_lists.py);
+PostgreSQL: `AsyncPostgresSaver` in a new database (`--postgres-url`, as bench.py), dropped at
+the end. Each
 query runs `--iters` times, the savers interleaved in a rotating order, and the cell is the p50
 in milliseconds; every saver's answer is checked against the others' (the same checkpoint ids,
 in the same order).

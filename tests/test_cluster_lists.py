@@ -1,6 +1,6 @@
-"""Threads-by-value lists on Redis Cluster (lists.py, lua/include/lists.lua): the client writes
-a thread's entry ahead of the checkpoints that need it, so that list(None, filter) and
-delete_for_runs visit only the threads that may match, with the answers of a scan of every
+"""Threads-by-value lists on Redis Cluster (core/cluster_lists.py, lua/include/lists.lua): the
+client writes a thread's entry ahead of the checkpoints that need it, so that list(None, filter)
+and delete_for_runs visit only the threads that may match, with the answers of a scan of every
 thread; stale entries are removed only once their incarnation is gone."""
 
 from __future__ import annotations

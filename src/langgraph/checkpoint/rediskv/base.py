@@ -115,7 +115,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
     def _on_cluster(self) -> None:
         """A cluster spreads threads over nodes: a global index cannot be updated in the same
         script as a thread's keys. So there are no metadata indexes, and the threads-by-value
-        lists are written ahead by the client (see .lists)."""
+        lists are written ahead by the client (see .core.cluster_lists)."""
         self._core = replace(self._core, indexed=(), global_index=False, cluster_lists=True)
 
     @property

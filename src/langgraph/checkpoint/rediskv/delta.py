@@ -6,7 +6,7 @@ the value from the nearest ancestor that stores one (the *seed*) plus the writes
 ancestor and at every ancestor after it, asking the saver for them with
 ``get_delta_channel_history``. Here the whole walk is one call of
 ``lua/get_delta_channel_history.lua``; this module builds that call and decodes its reply, in
-the style of :mod:`.core` (an operation is a generator of requests).
+the style of :mod:`.core.requests` (an operation is a generator of requests).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                listed in, so that a delete takes it out of all of them
     P:tb:{T}            HASH   on a cluster: the thread's incarnation ("" -> a random word) and
                                the least score of its entry in each threads-by-value list
-                               ("K:V" or "/R" -> score), written ahead (see .lists)
+                               ("K:V" or "/R" -> score), written ahead (see .core.cluster_lists)
     P:slot:{T}          never written: declared by every script call on a cluster, so that a
                         call during a slot move is refused before it starts (TRYAGAIN)
     P:gc:{T}            SET    pending jobs "<kind>:<n>" of whole-thread operations done in
@@ -67,13 +67,13 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                core.thread_indexed() takes (short strings of most keys), each
                                scored at least core.id_score() of its checkpoints with it;
                                on a cluster the members are "{T}<incarnation>", and runs have
-                               lists too, P:tm:/R (see .lists)
+                               lists too, P:tm:/R (see .core.cluster_lists)
     P:rx                SET    standalone servers: the tags of threads with a checkpoint whose
                                metadata run_id run_id's index does not hold by its text (not a
                                string, or longer than it holds), which delete_for_runs visits too
     P:tl                ZSET   on a cluster: every threads-by-value list ("K:V" or "/R") by the
                                highest score written ahead into it, so that writers find the
-                               idle ones and sweep them (see .lists)
+                               idle ones and sweep them (see .core.cluster_lists)
     P:mk                HASH   the registry of indexed metadata keys: raw K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
                                that had checkpoints, or registered again by a put after the
@@ -160,7 +160,8 @@ class KeySchema:
         return f"{self.prefix}:tv:{tag}"
 
     def thread_bounds(self, tag: str) -> str:
-        """On a cluster: what the threads-by-value lists hold of the thread (see .lists)."""
+        """On a cluster: what the threads-by-value lists hold of the thread (see
+        .core.cluster_lists)."""
         return f"{self.prefix}:tb:{tag}"
 
     def gc(self, tag: str) -> str:
@@ -205,7 +206,7 @@ class KeySchema:
 
     def lists_registry(self) -> str:
         """On a cluster: the threads-by-value lists by the last score written into them, for
-        the sweep of idle ones (see .lists)."""
+        the sweep of idle ones (see .core.cluster_lists)."""
         return f"{self.prefix}:tl"
 
     def unindexed_runs(self) -> str:

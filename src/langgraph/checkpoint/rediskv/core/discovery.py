@@ -141,7 +141,7 @@ def candidate_threads(core: CoreState, candidates: Candidates) -> Threads:
 
 def threads_of_runs(core: CoreState, run_ids: Sequence[str]) -> Op[list[str]]:
     """On a cluster: the threads in the lists of the runs (a superset of those with a
-    checkpoint of one of them; see .lists)."""
+    checkpoint of one of them; see cluster_lists)."""
     found: set[str] = set()
     for run_id in run_ids:
         candidates = Candidates((core.keys.threads_with(cluster_lists.run_suffix(run_id)),))

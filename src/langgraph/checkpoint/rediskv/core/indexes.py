@@ -17,7 +17,7 @@ def register_metadata_index(core: CoreState) -> Op[None]:
     """Enter the saver's indexed keys, and the threads-by-value indexes
     (THREADS_BY_VALUE), in the registry P:mk, once per saver: "ready" on a store without
     threads (every checkpoint will be indexed), else "building" until
-    :meth:`reindex_metadata` has indexed the checkpoints written before."""
+    :func:`reindex_metadata` has indexed the checkpoints written before."""
     if not (core.global_index or core.cluster_lists) or core.registered:
         return
     registry = core.keys.metadata_keys()

@@ -75,7 +75,7 @@ def put(
     # stored again (a blob written anew is full: records sharing it may not list a base)
     in_full: set[str] = set()
     base_of: dict[str, Base] = {}  # channel -> the base its value went out against
-    # on a cluster: the threads-by-value list entries written ahead for it (see .lists)
+    # on a cluster: the threads-by-value list entries written ahead for it (see cluster_lists)
     ahead = cluster_lists.Ahead() if core.cluster_lists else None
 
     def call() -> ScriptCall:
