@@ -1311,14 +1311,14 @@ def stage_breakdown(saver: AsyncRedisSaver, reader: ThreadBuilder, put_args: Put
         # as decode_record does: the mark of a record with values inside, values stored
         # against a base (with the base among the blobs), else the storage serializer
         if value.startswith(INLINE_MARK):
-            return core.loads(value[len(INLINE_MARK):])
+            return core.codec.loads(value[len(INLINE_MARK):])
         if value.startswith(REF_MARK.encode()):
-            return core.loads_channel(b"", value, blobs)[0]
-        return core.loads(value)
+            return core.codec.loads_channel(b"", value, blobs)[0]
+        return core.codec.loads(value)
 
     t_serde_loads = _cpu_per_call(lambda: [load(x) for x in stored], n)
     t_decode = _cpu_per_call(
-        lambda: core.decode_record(reader.thread_id, reply, held=held), n)
+        lambda: core.codec.decode_record(reader.thread_id, reply, held=held), n)
     t_req_get = _cpu_per_call(lambda: next(core.get_tuple(reader.config())), n)
     t_pack_get = _cpu_per_call(
         lambda: conn.pack_command("EVALSHA", sha, len(request.keys), *request.keys,
