@@ -1092,7 +1092,8 @@ class SaverCore:
     def reindex_metadata(self) -> Op[int]:
         """Add every stored checkpoint to the global metadata indexes of every registered key
         (the saver's own and other savers'), thread by thread in bounded steps, then mark the
-        keys that were "building" as "ready". Returns the number of index entries added."""
+        keys that were "building" as "ready"; entries a record lists that its index lost (an
+        eviction) are written again. Returns the number of index entries added."""
         if not (self.global_index or self.cluster_lists):
             return 0
         yield from self.register_metadata_index()
