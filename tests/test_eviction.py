@@ -6,6 +6,7 @@ the policies that evict the saver's keys."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -22,7 +23,8 @@ from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from langgraph.checkpoint.rediskv import CheckpointLostError, RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
+from langgraph.checkpoint.rediskv.eviction import FIX, eviction_risk
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
 from .conftest import PrivateServer
@@ -206,6 +208,14 @@ def test_a_thread_that_lost_its_index_says_so(saver: RedisSaver, client: redis.R
     assert saver.get_tuple(cfg("never")) is None
 
 
+def policy_warning(policy: str, keys_expire: bool) -> str:
+    """The saver's warning of a server whose policy can evict its keys, word for word."""
+    return (
+        f"{eviction_risk(policy, keys_expire)}: under memory pressure the server drops keys of "
+        f"threads, whose reads then fail with CheckpointLostError; {FIX}"
+    )
+
+
 def doctor(url: str, prefix: str, *options: str) -> tuple[int, dict[str, str]]:
     command = ["-m", "langgraph.checkpoint.rediskv", "--url", url, "--prefix", prefix]
     done = subprocess.run(
@@ -249,6 +259,55 @@ def test_doctor_fails_on_a_policy_that_evicts_the_savers_keys(
         code, checks = doctor(server.url, "doc")
         assert checks["maxmemory-policy"] == status
         assert code == (2 if status == "fail" else 0)
+    finally:
+        server.kill()
+
+
+@pytest.mark.parametrize(
+    ("policy", "warned"),
+    [
+        ("noeviction", []),
+        # no key expires until set_thread_ttl: its first call warns, once
+        ("volatile-lru", [("set_thread_ttl", policy_warning("volatile-lru", True))]),
+        # (warned at the first call already)
+        ("allkeys-lru", [("first call", policy_warning("allkeys-lru", False))]),
+    ],
+)
+@pytest.mark.parametrize("use_async", [False, True])
+def test_set_thread_ttl_without_a_default_ttl_warns_once_of_a_volatile_policy(
+    tmp_path: Path,
+    policy: str,
+    warned: list[tuple[str, str]],
+    use_async: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = PrivateServer(tmp_path, maxmemory="64mb", **{"maxmemory-policy": policy}).start()
+    seen: list[tuple[str, str]] = []
+
+    def note(when: str) -> None:
+        seen.extend((when, r.getMessage()) for r in caplog.records)
+        caplog.clear()
+
+    async def calls_async() -> None:
+        async with AsyncRedisSaver.from_conn_string(server.url, prefix="st") as saver:
+            await saver.aget_tuple(cfg("t"))
+            note("first call")
+            for thread in ("t", "u"):
+                await saver.aset_thread_ttl(thread, 5)
+                note("set_thread_ttl")
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="langgraph.checkpoint.rediskv.eviction"):
+            if use_async:
+                asyncio.run(calls_async())
+            else:
+                with RedisSaver(server.url, prefix="st") as saver:
+                    saver.get_tuple(cfg("t"))
+                    note("first call")
+                    for thread in ("t", "u"):
+                        saver.set_thread_ttl(thread, 5)
+                        note("set_thread_ttl")
+        assert seen == warned
     finally:
         server.kill()
 

@@ -208,6 +208,7 @@ class RedisSaver(RedisSaverBase):
         self._node_locks: dict[str, threading.Lock] = {}  # (on a cluster: see _node_lock)
         self._library = FunctionLibrary(functions)
         self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+        self._thread_ttl_checked = False  # (its set_thread_ttl warning, the same)
 
     @classmethod
     @contextmanager
@@ -272,6 +273,9 @@ class RedisSaver(RedisSaverBase):
 
     # -- transport -----------------------------------------------------------------------
     def _send(self, request: Request) -> Any:
+        if not self._policy_checked:  # once per saver, at its first call (each primary)
+            self._policy_checked = True
+            check_policy_once(self._client, self._core.ttl is not None)
         if largest_arg(request) > MIN_BULK_LIMIT:
             refuse_oversized(request, self._bulk_limit())
         try:
@@ -380,9 +384,6 @@ class RedisSaver(RedisSaverBase):
     def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
-        if not self._policy_checked:  # once per saver, at its first call
-            self._policy_checked = True
-            check_policy_once(self._client, self._core.ttl is not None)
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -730,6 +731,10 @@ class RedisSaver(RedisSaverBase):
     # -- per-thread expiry -------------------------------------------------------------------
     def set_thread_ttl(self, thread_id: str, ttl: float | timedelta) -> None:
         """Give one thread its own expiry (minutes or a timedelta), whatever the default."""
+        if self._core.ttl is None and not self._thread_ttl_checked:
+            # the thread's keys now expire, so a volatile-* policy can evict them
+            self._thread_ttl_checked = True
+            check_policy_once(self._client, True, volatile_only=True)
         self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))
 
     def pin_thread(self, thread_id: str) -> None:

@@ -246,9 +246,7 @@ def _scripts_check(client: redis.Redis, library: str | None) -> Check:
         name for name, ok in zip(shas, loaded, strict=True) if not ok and name not in as_functions
     ]
     count = f"{len(shas) - len(missing) - len(as_functions)} of {len(shas)} loaded"
-    functions = (
-        f"; {len(as_functions)} more run as functions of {library}" if as_functions else ""
-    )
+    functions = f"; {len(as_functions)} more run as functions of {library}" if as_functions else ""
     if not missing:
         return _check("scripts", "ok", f"{count}{functions}")
     return _check("scripts", "info", f"{count}{functions}; the others load on first use")
@@ -344,7 +342,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 )
             if reindexed:
                 checks.append(
-                    _check("reindex", "info", f"wrote {reindexed} index entries an eviction took again")
+                    _check("reindex", "info", f"rewrote {reindexed} index entries an eviction took")
                 )
             broken = [p for p in problems if not p.stale]
             if broken:
