@@ -133,6 +133,34 @@ def read_all(
     return outcome
 
 
+def count_fall_backs(
+    url: str, saver: RedisSaver, written: dict[str, list[str]], outcome: dict[str, str]
+) -> int:
+    """How many chats whose latest state raised CheckpointLostError (a lost value) read, with
+    on_lost_checkpoint="fall_back", as an older state that is exactly the messages of its
+    time (never a partial one)."""
+    fell_back = 0
+    with RedisSaver(url, prefix="ev", ttl=TTL, on_lost_checkpoint="fall_back") as fall_back:
+        graph = build_chat(fall_back)
+        for thread in sorted(t for t, o in outcome.items() if o == "lost"):
+            try:
+                saver.get_tuple(cfg(thread))
+                continue  # (its history raised, not its latest state)
+            except CheckpointLostError as exc:
+                if exc.what != "value":
+                    continue  # (no fallback for a lost root or index)
+            try:
+                state = graph.get_state(cfg(thread))
+            except CheckpointLostError:
+                continue  # (no checkpoint of it is complete)
+            # (an older checkpoint with its pending writes, which get_state applies, may hold
+            # every message: the bot's answer stored as a write before its checkpoint)
+            got = [m.content for m in state.values.get("messages", [])]
+            assert got == written[thread][: len(got)]
+            fell_back += 1
+    return fell_back
+
+
 @pytest.mark.parametrize("policy", ["volatile-lru", "allkeys-lru", "volatile-ttl"])
 def test_an_evicting_server_never_makes_a_thread_silently_empty(
     tmp_path: Path, policy: str
@@ -148,6 +176,7 @@ def test_an_evicting_server_never_makes_a_thread_silently_empty(
             kinds = ("exact", "holes", "older", "lost", "gone", "empty")
             assert set(outcome.values()) <= set(kinds)
             counts = {o: list(outcome.values()).count(o) for o in kinds}
+            counts["fallback"] = count_fall_backs(server.url, saver, written, outcome)
             print(f"{policy}: {counts}")  # (the figures of the README: pytest -s)
             lost = sorted(t for t, o in outcome.items() if o in ("lost", "gone"))
             for thread in lost:
@@ -214,6 +243,98 @@ def policy_warning(policy: str, keys_expire: bool) -> str:
         f"{eviction_risk(policy, keys_expire)}: under memory pressure the server drops keys of "
         f"threads, whose reads then fail with CheckpointLostError; {FIX}"
     )
+
+
+def fall_back_warning(thread: str, key: str, lost_id: str, returned_id: str) -> str:
+    return (
+        f"thread {thread!r} lost a value ({key}) of its latest checkpoint {lost_id} in "
+        "namespace '', most likely to the server's eviction; on_lost_checkpoint='fall_back' "
+        f"returned the newest complete checkpoint, {returned_id}, and the turns after it are "
+        f"lost; to prevent it {FIX}"
+    )
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_fall_back_returns_the_newest_complete_checkpoint_with_a_warning(
+    server_url: str,
+    prefix: str,
+    client: redis.Redis,
+    use_async: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, prefix=prefix, on_lost_checkpoint="fall_back") as saver:
+        graph = build_chat(saver)
+        for turn in range(2):
+            graph.invoke({"messages": [HumanMessage(f"hi {turn}", id=f"h{turn}")]}, cfg("t"))
+        history = list(saver.list(cfg("t")))
+        newest, complete = history[0], history[1]
+        versions = newest.checkpoint["channel_versions"]
+        blob = keys.blob(keys.tag("t"), "", "messages", versions["messages"])
+        assert complete.checkpoint["channel_versions"]["messages"] != versions["messages"]
+        assert client.unlink(blob) == 1  # as an eviction would
+        newest_id = newest.config["configurable"]["checkpoint_id"]
+        with caplog.at_level(logging.WARNING, logger="langgraph.checkpoint.rediskv.eviction"):
+            if use_async:
+
+                async def read() -> Any:
+                    async with AsyncRedisSaver.from_conn_string(
+                        server_url, prefix=prefix, on_lost_checkpoint="fall_back"
+                    ) as asaver:
+                        return await asaver.aget_tuple(cfg("t"))
+
+                got = asyncio.run(read())
+            else:
+                got = saver.get_tuple(cfg("t"))
+        assert got is not None
+        assert (got.config, got.checkpoint, got.metadata) == (
+            complete.config,
+            complete.checkpoint,
+            complete.metadata,
+        )
+        assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+            (
+                logging.WARNING,
+                fall_back_warning(
+                    "t", blob, newest_id, complete.config["configurable"]["checkpoint_id"]
+                ),
+            )
+        ]
+        # by its id, the lost checkpoint still raises; so does the default saver
+        with pytest.raises(CheckpointLostError):
+            saver.get_tuple(
+                {
+                    "configurable": {
+                        "thread_id": "t",
+                        "checkpoint_ns": "",
+                        "checkpoint_id": newest_id,
+                    }
+                }
+            )
+    with RedisSaver(server_url, prefix=prefix) as default:
+        with pytest.raises(CheckpointLostError) as lost:
+            default.get_tuple(cfg("t"))
+        assert (lost.value.what, lost.value.key) == ("value", blob)
+
+
+def test_fall_back_raises_when_no_checkpoint_is_complete(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, prefix=prefix, on_lost_checkpoint="fall_back") as saver:
+        graph = build_chat(saver)
+        graph.invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
+        blobs = list(client.scan_iter(match=keys.thread_keys_pattern("t")))
+        values = [b for b in blobs if b":blob:" in b]  # (every checkpoint has one)
+        assert values and client.unlink(*values) == len(values)
+        with pytest.raises(CheckpointLostError) as lost:
+            saver.get_tuple(cfg("t"))
+        assert lost.value.what == "value"
+
+
+def test_on_lost_checkpoint_is_checked() -> None:
+    with pytest.raises(ValueError, match="invalid on_lost_checkpoint 'fallback'"):
+        RedisSaver("redis://127.0.0.1:1/0", on_lost_checkpoint="fallback")
 
 
 def doctor(url: str, prefix: str, *options: str) -> tuple[int, dict[str, str]]:

@@ -112,6 +112,7 @@ class AsyncRedisSaver(RedisSaverBase):
         auto_pipeline: bool = True,
         compression: bool | int = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
         functions: bool = True,
         wait_for_replicas: int = 0,
         wait_timeout: float = 0.1,
@@ -139,6 +140,7 @@ class AsyncRedisSaver(RedisSaverBase):
             index_metadata,
             compression,
             keep_last,
+            on_lost_checkpoint,
         )
         if connect_url is not None:
             options: dict[str, Any] = {

@@ -37,6 +37,22 @@ class CheckpointLostError(LookupError):
         )
 
 
+def warn_of_fall_back(thread_id: str, ns: str, lost_id: str, key: str, returned_id: str) -> None:
+    """The warning of on_lost_checkpoint="fall_back": what was lost, and what was returned
+    instead of it."""
+    logger.warning(
+        "thread %r lost a value (%s) of its latest checkpoint %s in namespace %r, most likely "
+        "to the server's eviction; on_lost_checkpoint='fall_back' returned the newest "
+        "complete checkpoint, %s, and the turns after it are lost; to prevent it %s",
+        thread_id,
+        key,
+        lost_id,
+        ns,
+        returned_id,
+        FIX,
+    )
+
+
 def eviction_risk(policy: str, keys_expire: bool) -> str | None:
     """Why ``policy`` can evict keys of the saver's threads (``keys_expire``: some carry an
     expiry, a ttl or a pinned thread), or None when it cannot."""

@@ -109,6 +109,11 @@ class RedisSaver(RedisSaverBase):
             the newest of each subgraph namespace too (they are not trimmed by the parent's
             puts). Checkpoints that a kept one rebuilds a DeltaChannel from are kept too (and
             hidden from get and list). ``None`` (the default) keeps the whole history.
+        on_lost_checkpoint: what ``get_tuple`` of a thread's latest checkpoint does when that
+            checkpoint lost a value to the server's eviction: ``"raise"`` (the default)
+            raises CheckpointLostError; ``"fall_back"`` returns the newest checkpoint of the
+            thread and namespace that is still complete, and logs a warning (README,
+            Eviction). A read by checkpoint id always raises.
         functions: run put, put_writes, get_tuple and list (of one thread) as functions of a
             Lua library (FUNCTION LOAD once, on each primary of a cluster; then FCALL) built
             from the same scripts: the server makes the scripts' helpers once instead of on
@@ -141,6 +146,7 @@ class RedisSaver(RedisSaverBase):
         slot_move_wait: float = SLOT_MOVE_WAIT,
         compression: bool | int = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
         functions: bool = True,
         wait_for_replicas: int = 0,
         wait_timeout: float = 0.1,
@@ -168,6 +174,7 @@ class RedisSaver(RedisSaverBase):
             index_metadata,
             compression,
             keep_last,
+            on_lost_checkpoint,
         )
         if connect_url is not None:
             options: dict[str, Any] = {
