@@ -23,7 +23,12 @@ from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
+from langgraph.checkpoint.rediskv import (
+    AsyncRedisSaver,
+    CheckpointLostError,
+    RedisSaver,
+    ShallowRedisSaver,
+)
 from langgraph.checkpoint.rediskv.eviction import FIX, eviction_risk
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
@@ -335,6 +340,24 @@ def test_fall_back_raises_when_no_checkpoint_is_complete(
         with pytest.raises(CheckpointLostError) as lost:
             saver.get_tuple(cfg("t"))
         assert lost.value.what == "value"
+
+
+def test_a_shallow_saver_with_fall_back_raises_as_no_older_checkpoint_is_left(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    keys = KeySchema(prefix)
+    with ShallowRedisSaver(server_url, prefix=prefix, on_lost_checkpoint="fall_back") as saver:
+        graph = build_chat(saver)
+        for turn in range(2):
+            graph.invoke({"messages": [HumanMessage(f"hi {turn}", id=f"h{turn}")]}, cfg("t"))
+        latest = saver.get_tuple(cfg("t"))
+        assert latest is not None
+        version = latest.checkpoint["channel_versions"]["messages"]
+        blob = keys.blob(keys.tag("t"), "", "messages", version)
+        assert client.unlink(blob) == 1  # as an eviction would
+        with pytest.raises(CheckpointLostError) as lost:
+            saver.get_tuple(cfg("t"))
+        assert (lost.value.what, lost.value.key) == ("value", blob)
 
 
 def test_on_lost_checkpoint_is_checked() -> None:
