@@ -30,10 +30,7 @@
     and index entries are not checked)
   and the cursor (4 strings) goes on, nil when this walk is done.
 ]]
--- @include keyschema
--- @include record
--- @include walk
--- @include lists
+-- requires: keyschema, refs, record, indexes, walk, lists
 
 if ARGV[3] == "ttl" then
   local left = {}

@@ -22,7 +22,7 @@
   looks again at the checkpoints the first kept for them (delta channels). A client that dies
   before its last call deletes nothing; its staged runs expire.
 
-  In steps (include/reap.lua, kind runs): the runs' checkpoints are collected, then every
+  In steps (include/reap_runs.lua): the runs' checkpoints are collected, then every
   namespace they are in is walked once to find what must stay, then they are dropped, each
   with its keys in one step; a run whose checkpoints fit in one step goes atomically.
 
@@ -34,11 +34,7 @@
   keeps its run index entry, so the same call can remove it once nothing depends on it.
   Threads without delta channels lose every checkpoint of the runs.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, refs, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 

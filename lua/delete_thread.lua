@@ -14,11 +14,7 @@
 
   Reply: the number of jobs still pending (0: everything is gone)
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)

@@ -15,6 +15,7 @@
   The list never expires (the threads in it may live longer than any write-ahead says), and
   maxmemory refuses this call as it would the put that follows.
 ]]
+-- requires:
 
 if redis.call("ZADD", KEYS[1], "GT", ARGV[2], ARGV[1]) == 0 then return {} end  -- (not new)
 local others = {}

@@ -22,9 +22,7 @@
   A record that cannot be read (corrupt, of a layout no version reads) ends the walk: the
   reply is then { nil, "u", its key }, and copy_thread refuses the copy.
 ]]
--- @include keyschema
--- @include record
--- @include walk
+-- requires: keyschema, refs, record, walk
 
 local K = keyspace(ARGV[1], ARGV[2])
 local max_count, max_bytes = tonumber(ARGV[7]), tonumber(ARGV[8])

@@ -34,9 +34,7 @@
   The cursor is the id of the next ancestor to visit when the budget ran out with channels
   still open; nil when the walk is complete.
 ]]
--- @include keyschema
--- @include record
--- @include delta
+-- requires: keyschema, refs, expiry, record
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]

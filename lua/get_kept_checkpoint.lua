@@ -13,9 +13,7 @@
   Reply: nil when there is no such checkpoint (not in the index, incomplete, or its thread's
   root P:th:{T} is gone), else the checkpoint as get_tuple.lua replies it.
 ]]
--- @include keyschema
--- @include record
--- @include records
+-- requires: keyschema, records
 
 local K = keyspace(ARGV[1], ARGV[2])
 if redis.call("EXISTS", K.thread) == 0 then return nil end

@@ -14,8 +14,7 @@
   Reply: one entry per id, in order: { task id (encoded), task path, ... } of its pending
   writes, one pair per task (empty for a checkpoint without writes, or gone).
 ]]
--- @include keyschema
--- @include record
+-- requires: keyschema, record
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns = ARGV[3]

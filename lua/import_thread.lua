@@ -33,12 +33,7 @@
   exists takes the records chunk by chunk (records with the same ids are replaced), each
   checkpoint whole with its blobs.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
--- @include lists
+-- requires: keyschema, refs, expiry, record, indexes, lists, jobs
 
 local prefix, tag, mode = ARGV[1], ARGV[2], ARGV[4]
 local job, token = string.match(ARGV[5], "^(%d+):(.*)$")

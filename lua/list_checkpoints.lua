@@ -27,10 +27,7 @@
   record or after it: evicted), or a thread that lost its root, is an error "LOST <key>
   <what>" (include/records.lua's lost()), never a shorter history.
 ]]
--- @include keyschema
--- @include record
--- @include records
--- @include drop
+-- requires: keyschema, record, records, drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local only_id, before = ARGV[5], ARGV[6]

@@ -14,7 +14,7 @@
 
   Reply: the number of jobs still pending (0: done)
 
-  In steps (include/reap.lua, kind prune): per namespace, one step swaps in fresh indexes that
+  In steps (include/reap_prune.lua): per namespace, one step swaps in fresh indexes that
   hold only what stays, so readers see the namespace pruned at once; the old indexes are then
   reaped in bounded steps. A thread whose namespaces fit in one step is pruned atomically.
 
@@ -30,11 +30,7 @@
   rebuilt at the latest checkpoint is exactly the one before pruning, and a thread without
   delta channels keeps only its latest checkpoint.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 if redis.call("EXISTS", KEYS[1]) == 1 then

@@ -15,7 +15,7 @@
            without channel values: "<type>\0<bytes>"), packed, in that order
   ARGV[8]  blob refs of every channel with a value, then ",," and those of the bases the
            values sent with this call were compressed against: "C:V,C:V,,C:V" (the script adds
-           the bases of the shared blobs; see bv in include/keyschema.lua)
+           the bases of the shared blobs; see bv in include/refs.lua)
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
   ARGV[11] global metadata index: "-" for none, "~<hint>" on a cluster (the threads-by-value
@@ -25,7 +25,7 @@
   ARGV[12] keep_last: keep only the newest this many checkpoints of the namespace (0: all);
            see include/trim.lua
   ARGV[13] the id's score in the threads-by-value indexes: score_arg(id_score(id)) (see
-           include/keyschema.lua; computed by the client)
+           include/indexes.lua; computed by the client)
   ARGV[14] "1" when a put without a ttl sweeps its indexes (the client picks one put in four at
            random), else "0"; a put with a ttl always does
   ARGV[15] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
@@ -52,11 +52,7 @@
   Maxmemory: the script is flagged (no allow-oom), so a server over its maxmemory refuses it
   before it writes anything.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include trim
--- @include lists
+-- requires: keyschema, refs, expiry, record, indexes, trim, lists
 
 -- A global metadata index of up to this many members is not swept by puts.
 local SWEPT_INDEX_SIZE = 64

@@ -26,8 +26,7 @@
   from expired when it stores the next checkpoint. Without one, a checkpoint written with a
   ttl stops expiring too, as its writes never do.
 ]]
--- @include keyschema
--- @include record
+-- requires: keyschema, expiry, record, indexes
 
 -- A record takes the writes while it stays this small; beyond, they go into the writes hash:
 -- each put_writes writes the record whole, and a fan-out of many tasks with large outputs

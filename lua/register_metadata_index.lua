@@ -23,6 +23,7 @@
   Reply: for "?" and "claim", those keys; for "state", theirs; else the number of keys
   changed.
 ]]
+-- requires:
 
 if ARGV[1] == "?" then
   local missing = {}

@@ -20,9 +20,7 @@
   on a cluster, { "INDEX", inc, S, score, ... }: the client enters the thread in those lists
   and sends the same call again with its hint.
 ]]
--- @include keyschema
--- @include record
--- @include lists
+-- requires: keyschema, refs, expiry, record, indexes, lists
 
 local prefix = ARGV[1]
 local K = keyspace(prefix, ARGV[2])

@@ -21,11 +21,7 @@
   expiry here (a persistent one stays persistent), except a persistent one whose members (at
   most 64) are all this thread's, which follows the thread's new expiry.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, expiry, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 local mode, ttl = ARGV[3], tonumber(ARGV[4])

@@ -13,5 +13,6 @@
 
   no-writes: runs on a full server and on a replica too.
 ]]
+-- requires:
 
 return redis.call("GET", KEYS[1])

@@ -12,6 +12,7 @@
 
   Works on a server over its maxmemory: it only reads and frees.
 ]]
+-- requires:
 
 if ARGV[1] == "sample" then return redis.call("ZRANDMEMBER", KEYS[1], tonumber(ARGV[2])) end
 if ARGV[1] == "score" then return redis.call("ZSCORE", KEYS[1], ARGV[2]) end

@@ -16,6 +16,7 @@
            leaves the registry, one with members goes to the back, unless a write-ahead
            raised its score meanwhile; reply the number of lists changed
 ]]
+-- requires:
 
 if ARGV[1] == "enter" then
   -- (score, S) pairs, 4,000 values at a time: unpack() fails beyond about 8,000, and a put

@@ -11,6 +11,7 @@
   { inc | false, newest | false }: the highest id_score() of its checkpoints with S (a reader
   visits threads by it, newest first); with "*", every field and value (the checker's).
 ]]
+-- requires:
 
 if ARGV[1] == "*" then return redis.call("HGETALL", KEYS[1]) end
 if ARGV[1] then return redis.call("HMGET", KEYS[1], "", "@" .. ARGV[1]) end

@@ -18,6 +18,7 @@
   Reply: { { inc | false, newest | false }, ... }, one per key, in order: what thread_lists.lua
   replies to S for that thread.
 ]]
+-- requires:
 
 local out = {}
 local fields = { "", "@" .. ARGV[1] }

@@ -1,5 +1,5 @@
--- Threads-by-value lists on a Redis Cluster; inlined where a script says `-- @include lists`
--- (after keyschema).
+-- requires: keyschema, expiry, indexes, record
+-- Threads-by-value lists on a Redis Cluster.
 --
 -- A cluster keeps the lists P:tm:S (S: a metadata value's suffix, or "/<run>" for a run) as a
 -- standalone server does, but a thread's script cannot write them: they live in other slots.

@@ -1,4 +1,5 @@
--- Reading checkpoints back; inlined where a script says `-- @include records` (after keyschema).
+-- requires: refs, expiry, record, indexes
+-- Reading checkpoints back.
 
 -- The small fields of a record string that load_checkpoint reads (the small fields come
 -- before md, ck and the pending writes: include/record.lua), whether it holds a checkpoint
