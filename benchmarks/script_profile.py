@@ -29,7 +29,7 @@ import redis
 
 import langgraph.checkpoint.rediskv.aio as aio_module
 from langgraph.checkpoint.rediskv import AsyncRedisSaver
-from langgraph.checkpoint.rediskv.scripts import SCRIPT_NAMES, _lua_dir
+from langgraph.checkpoint.rediskv.scripts import SCRIPT_NAMES, lua_dir
 
 PROFILE_KEY = "__script_profile"
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
@@ -47,7 +47,7 @@ def _mark(script: str, label: str) -> str:
 def profiled_source(name: str) -> tuple[str, list[str]]:
     """The script with a mark before each top-level comment and the final return, includes
     inlined; and the phase labels in order."""
-    folder = _lua_dir()
+    folder = lua_dir()
     text = (folder / f"{name}.lua").read_text()
     header_end = text.index("]]") + 3  # the header comment: no marks inside it
     lines = text[header_end:].splitlines(keepends=True)

@@ -23,7 +23,7 @@
   those the client has (a blob's mark is a digest of its bytes), and a chat's base, its
   whole history, is not copied again at every turn.
 ]]
--- requires: keyschema, expiry, record, records, drop
+-- requires: keyschema, expiry, records, drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]

@@ -19,7 +19,7 @@
   means there is nothing more. Members whose checkpoint is gone (deleted or expired, or its
   thread deleted) are removed on the way; incomplete checkpoints are skipped.
 ]]
--- requires: keyschema, record, records
+-- requires: keyschema, records
 
 local prefix, before = ARGV[1], ARGV[2]
 local page, budget, nfilter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])

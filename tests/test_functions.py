@@ -20,8 +20,8 @@ from langgraph.checkpoint.rediskv.core import ScriptCall
 from langgraph.checkpoint.rediskv.functions import FunctionLibrary, listed_libraries
 from langgraph.checkpoint.rediskv.scripts import (
     FUNCTION_OPS,
-    _lua_dir,
     function_library,
+    lua_dir,
     script_includes,
     script_sources,
 )
@@ -105,7 +105,7 @@ def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.R
     }
     # the bodies are the scripts' own, their includes made once at the top
     for op in FUNCTION_OPS:
-        own_part = (_lua_dir() / f"{op}.lua").read_text().split("\n-- requires:", 1)[1]
+        own_part = (lua_dir() / f"{op}.lua").read_text().split("\n-- requires:", 1)[1]
         body = own_part.split("\n", 1)[1]  # after the requires line
         assert len(body) > 500 and body in SOURCE
     used = {include for op in FUNCTION_OPS for include in script_includes()[op]}
@@ -113,7 +113,7 @@ def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.R
         "keyschema", "refs", "expiry", "record", "indexes", "records", "drop", "trim", "lists"
     }
     for include in sorted(used):
-        text = (_lua_dir() / "include" / f"{include}.lua").read_text()
+        text = (lua_dir() / "include" / f"{include}.lua").read_text()
         assert SOURCE.count(text) == 1
         # a helper made at load reads no KEYS or ARGV of its own: in a library those are
         # the callback's parameters, not globals

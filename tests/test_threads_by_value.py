@@ -249,8 +249,8 @@ def test_what_a_put_s_client_computes_for_the_script_is_what_the_script_would(
     client: redis.Redis,
 ) -> None:
     """put_checkpoint.lua takes the id's score and each metadata value's index suffix from the
-    client (lists.score_arg, index_suffix): they are what lua/include/keyschema.lua and indexes.lua compute, for
-    ids of every form and values that need encoding."""
+    client (lists.score_arg, index_suffix): they are what lua/include/keyschema.lua and
+    indexes.lua compute, for ids of every form and values that need encoding."""
     from langgraph.checkpoint.rediskv.core import index_suffix
     from langgraph.checkpoint.rediskv.lists import score_arg
     from langgraph.checkpoint.rediskv.scripts import include_sources

@@ -1,4 +1,4 @@
--- requires: keyschema, expiry, indexes, record
+-- requires: keyschema, expiry, indexes
 -- Threads-by-value lists on a Redis Cluster.
 --
 -- A cluster keeps the lists P:tm:S (S: a metadata value's suffix, or "/<run>" for a run) as a

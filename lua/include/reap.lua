@@ -1,4 +1,4 @@
--- requires: keyschema, jobs, reap_whole, reap_prune, reap_runs, reap_ttl
+-- requires: keyschema, reap_whole, reap_prune, reap_runs, reap_ttl
 -- One step of a thread's jobs, oldest first (see jobs.lua).
 
 -- One step of the thread's jobs, oldest first, within `budget`. Returns the number of jobs

@@ -52,7 +52,7 @@ class IncludeError(ValueError):
     other in a cycle, or a file lacks the line."""
 
 
-def _lua_dir() -> Path:
+def lua_dir() -> Path:
     """``lua/`` inside the installed wheel, else the repository's top-level ``lua/``."""
     packaged = Path(str(resources.files(__package__ or __name__))) / "lua"
     if packaged.is_dir():
@@ -112,7 +112,7 @@ def assemble(text: str, folder: Path, where: str) -> str:
 def include_sources(*names: str) -> str:
     """The source of includes ``names`` with every include they require, each once, in
     dependency order: what a script that requires them holds (tests run Lua helpers alone)."""
-    folder = _lua_dir()
+    folder = lua_dir()
     return "\n".join(
         (folder / "include" / f"{name}.lua").read_text()
         for name in resolve_includes(list(names), folder, "include_sources")
@@ -122,7 +122,7 @@ def include_sources(*names: str) -> str:
 @functools.cache
 def script_includes() -> dict[str, list[str]]:
     """The includes each script's source holds, in the order it holds them, by operation."""
-    folder = _lua_dir()
+    folder = lua_dir()
     return {
         name: resolve_includes(
             declared_requires((folder / f"{name}.lua").read_text(), f"{name}.lua"),
@@ -136,7 +136,7 @@ def script_includes() -> dict[str, list[str]]:
 @functools.cache
 def script_sources() -> dict[str, str]:
     """The source of every script, includes inlined, by operation name."""
-    folder = _lua_dir()
+    folder = lua_dir()
     return {
         name: assemble((folder / f"{name}.lua").read_text(), folder, f"{name}.lua")
         for name in SCRIPT_NAMES
@@ -157,7 +157,7 @@ def function_library() -> tuple[str, str, dict[str, str]]:
     """The library's name, its source and each operation's function name in it, all named after
     the digest of the source, so that savers of other versions on one server each find their
     own (a library of the same name is the same code)."""
-    folder = _lua_dir()
+    folder = lua_dir()
     roots: list[str] = []
     bodies: dict[str, tuple[str, str]] = {}
     for name in FUNCTION_OPS:
