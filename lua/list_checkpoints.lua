@@ -27,7 +27,7 @@
   record or after it: evicted), or a thread that lost its root, is an error "LOST <key>
   <what>" (include/records.lua's lost()), never a shorter history.
 ]]
--- requires: keyschema, record, records, drop
+-- requires: replies, keyschema, record, records, drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local only_id, before = ARGV[5], ARGV[6]
@@ -51,7 +51,7 @@ local namespaces
 if ARGV[3] == "1" then
   if only_id == "" and redis.call("SCARD", KEYS[1]) > tonumber(ARGV[4]) then
     local reply = redis.call("SMEMBERS", KEYS[1])
-    table.insert(reply, 1, "NAMESPACES")
+    table.insert(reply, 1, NAMESPACES)
     return reply
   end
   namespaces = redis.call("SMEMBERS", KEYS[1])

@@ -19,11 +19,11 @@
   means there is nothing more. Members whose checkpoint is gone (deleted or expired, or its
   thread deleted) are removed on the way; incomplete checkpoints are skipped.
 ]]
--- requires: keyschema, records
+-- requires: replies, keyschema, records
 
 local prefix, before = ARGV[1], ARGV[2]
 local page, budget, nfilter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
-if redis.call("HGET", prefix .. ":mk", ARGV[5]) ~= "ready" then return "BUILDING" end
+if redis.call("HGET", prefix .. ":mk", ARGV[5]) ~= "ready" then return BUILDING end
 local upper = (before ~= "") and ("(" .. before) or "+"
 local reply = { false }
 local taken, scanned = 0, 0

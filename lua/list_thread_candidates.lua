@@ -27,10 +27,10 @@
   each with its score in the driving index (every matching checkpoint has that value, so the
   score bounds them, and the scores come in order). false: the driving index has no more.
 ]]
--- requires:
+-- requires: replies
 
 if ARGV[5] ~= "cluster" and redis.call("HGET", ARGV[1] .. ":mk", "\0threads") ~= "ready" then
-  return "BUILDING"
+  return BUILDING
 end
 local driver = tonumber(ARGV[4])
 if driver == 0 then

@@ -52,14 +52,14 @@
   Maxmemory: the script is flagged (no allow-oom), so a server over its maxmemory refuses it
   before it writes anything.
 ]]
--- requires: keyschema, refs, expiry, record, indexes, trim, lists
+-- requires: replies, keyschema, refs, expiry, record, indexes, trim, lists
 
 -- A global metadata index of up to this many members is not swept by puts.
 local SWEPT_INDEX_SIZE = 64
 
 local prefix, tag, ns, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local K = keyspace(prefix, tag)
-if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
+if redis.call("EXISTS", K.gc) == 1 then return REAPING end
 local cp = KEYS[3]
 
 -- the new blobs of this call, then a check that every other referenced blob is still there

@@ -26,7 +26,7 @@
   from expired when it stores the next checkpoint. Without one, a checkpoint written with a
   ttl stops expiring too, as its writes never do.
 ]]
--- requires: keyschema, expiry, record, indexes
+-- requires: replies, keyschema, expiry, record, indexes
 
 -- A record takes the writes while it stays this small; beyond, they go into the writes hash:
 -- each put_writes writes the record whole, and a fan-out of many tasks with large outputs
@@ -34,7 +34,7 @@
 local RECORD_WRITES_MAX = 16384
 
 local K = keyspace(ARGV[1], ARGV[2])
-if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
+if redis.call("EXISTS", K.gc) == 1 then return REAPING end
 local ns, id = ARGV[3], ARGV[4]
 -- With keep_last, writes that arrive for a checkpoint trimmed meanwhile (older than every
 -- kept one, and gone) would be orphans: they are dropped.

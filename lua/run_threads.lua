@@ -19,9 +19,9 @@
   per chunk), and where the next chunk starts (false: no more). Members of checkpoints gone
   are read too: a thread visited for nothing costs a call.
 ]]
--- requires: keyschema
+-- requires: replies, keyschema
 
-if redis.call("HGET", ARGV[1] .. ":mk", "run_id") ~= "ready" then return "BUILDING" end
+if redis.call("HGET", ARGV[1] .. ":mk", "run_id") ~= "ready" then return BUILDING end
 local lower = (ARGV[2] ~= "") and ("(" .. ARGV[2]) or "-"
 local count = tonumber(ARGV[3])
 local members = redis.call("ZRANGEBYLEX", KEYS[1], lower, "+", "LIMIT", 0, count)

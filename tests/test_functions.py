@@ -110,7 +110,16 @@ def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.R
         assert len(body) > 500 and body in SOURCE
     used = {include for op in FUNCTION_OPS for include in script_includes()[op]}
     assert used == {
-        "keyschema", "refs", "expiry", "record", "indexes", "records", "drop", "trim", "lists"
+        "replies",
+        "keyschema",
+        "refs",
+        "expiry",
+        "record",
+        "indexes",
+        "records",
+        "drop",
+        "trim",
+        "lists",
     }
     for include in sorted(used):
         text = (lua_dir() / "include" / f"{include}.lua").read_text()
