@@ -11,6 +11,7 @@
   ARGV[4]  staging token ("": none)
   ARGV[5..]  run ids (encoded): a chunk of them
 
+  Counts: KEYS 3; ARGV 4..
   Reply: the number of jobs still pending (0: done)
 
   Many runs: the client sends them a chunk per call, with one token. Calls but the last have

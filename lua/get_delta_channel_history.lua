@@ -24,6 +24,7 @@
            than the ttl would expire under a thread that is still in use
   ARGV[8..] the channels (raw names, no duplicates)
 
+  Counts: KEYS 1; ARGV 7..
   Reply: { cursor | nil, step, step, ... } with one step per ancestor that contributed
   something, nearest ancestor first:
     { {field, record, ...}, {position, value, ...} }

@@ -13,6 +13,7 @@
            then h pairs: ref, the mark the blob was stored with ("u:b:<mark>;",
            src/langgraph/checkpoint/rediskv/compression.py)
 
+  Counts: KEYS 1; ARGV 6+2n
   Reply: nil when there is no such checkpoint (or its thread's root P:th:{T} is gone, or
   keep_last hid it); an error "LOST <key> <what>" when the thread lost a key it needs to the
   server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)

@@ -17,6 +17,7 @@
            over a long history never blocks the server for long
   ARGV[9]  f, the number of metadata filter pairs, then f pairs: field "m:<key>", canonical JSON
 
+  Counts: KEYS 1; ARGV 9..
   Reply: { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
   { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page: every id above it has been examined;

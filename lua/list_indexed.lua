@@ -12,6 +12,7 @@
   ARGV[5]  the indexed metadata key (raw): its entry in the registry P:mk must be "ready"
   ARGV[6]  f, the number of filter pairs, then f pairs: field "m:<key>", canonical JSON
 
+  Counts: KEYS 1; ARGV 6+2n
   Reply: "BUILDING" when the index is not known to be complete (the key was registered on a
   store that had checkpoints, and no reindex has finished): the client scans instead. Else
   { cursor | nil, tag, record, tag, record, ... } with records laid out as in get_tuple. The

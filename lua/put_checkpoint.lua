@@ -39,6 +39,7 @@
   (src/langgraph/checkpoint/rediskv/compression.py), or the SHA1 (hex) of all the stored
   bytes of a base written before marks
 
+  Counts: KEYS 3; ARGV 15..
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
   that are neither in this call nor stored (expired, or removed by a concurrent prune), or

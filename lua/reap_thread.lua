@@ -12,6 +12,7 @@
   ARGV[5]  holds this token (a copy_thread discarding its own job after a failure; a job of
            that number with another token is another copy's)
 
+  Counts: KEYS 1; ARGV 3..5
   Reply: the number of jobs still pending: 0 when nothing is left to reap
 ]]
 -- requires: reap

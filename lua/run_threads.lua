@@ -13,6 +13,7 @@
   ARGV[2]  after: only members lexically above this one ("" for the first chunk)
   ARGV[3]  how many members to read
 
+  Counts: KEYS 2; ARGV 3
   Reply: "BUILDING" when run_id's index is not known to be complete (not registered, or
   registered on a store that had checkpoints and not rebuilt since): the client visits every
   thread instead. Else { last member read | false, tag, tag, ... }: the tags (a thread once

@@ -11,6 +11,7 @@
            "score", then a member: reply its score (the invariant checker's)
 
   Works on a server over its maxmemory: it only reads and frees.
+  Counts: KEYS 1; ARGV 1..
 ]]
 -- requires:
 

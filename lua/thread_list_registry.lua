@@ -15,6 +15,7 @@
            (S, the score it was read with, the number of members left): a list left empty
            leaves the registry, one with members goes to the back, unless a write-ahead
            raised its score meanwhile; reply the number of lists changed
+  Counts: KEYS 1; ARGV 1..
 ]]
 -- requires:
 
