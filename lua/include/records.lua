@@ -1,4 +1,5 @@
--- Reading checkpoints back; inlined where a script says `-- @include records` (after keyschema).
+-- requires: replies, refs, expiry, record, indexes
+-- Reading checkpoints back.
 
 -- The small fields of a record string that load_checkpoint reads (the small fields come
 -- before md, ck and the pending writes: include/record.lua), whether it holds a checkpoint
@@ -30,9 +31,9 @@ end
 -- before it are still there: the server evicted it (maxmemory-policy). Said, never taken
 -- for "no checkpoint": the app would start the conversation again over what is left. Only a
 -- read that finds nothing checks this, so a read that finds its checkpoint pays nothing
--- for it. The client raises CheckpointLostError (core.py's explain_response_error).
+-- for it. The client raises CheckpointLostError (transport_support.py's explain_response_error).
 local function lost(key, what)
-  return redis.error_reply("LOST " .. key .. " " .. what)
+  return redis.error_reply(LOST .. " " .. key .. " " .. what)
 end
 
 -- Whether the thread's root names namespace `ns` while its index is gone by eviction: the
@@ -59,7 +60,7 @@ local function index_lost(K, ns)
   return redis.call("SCARD", K.thread) == 1 and redis.call("EXISTS", K.runs) == 1
 end
 
--- One checkpoint as the Python core decodes it (core.py's decode_record):
+-- One checkpoint as the Python core decodes it (core/codec.py's decode_record):
 --   { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | false, large }
 -- the record as stored (a string: include/record.lua; one written as a hash is packed so),
 -- of which the client parses the large fields, from byte `large` on (a field read here costs

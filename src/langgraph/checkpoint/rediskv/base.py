@@ -28,7 +28,7 @@ from .compression import compression_level
 from .core import Limits, Request, SaverCore, ScriptCall
 from .errors import RedisUnavailableError as RedisUnavailableError  # (re-exported)
 from .keys import KeySchema, tag_of
-from .settings import parse_keep_last, parse_ttl, redact_url, resolve_url
+from .settings import parse_keep_last, parse_on_lost_checkpoint, parse_ttl, redact_url, resolve_url
 from .transport_support import explain_response_error
 
 # Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
@@ -77,6 +77,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         index_metadata: Iterable[str],
         compression: Any = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
     ) -> str | None:
         """Validate the settings; returns the URL to connect to when no client was given."""
         super().__init__(serde=serde)
@@ -91,6 +92,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             tuple(dict.fromkeys(index_metadata)),
             compression=compression_level(compression),
             keep_last=parse_keep_last(keep_last),
+            on_lost_checkpoint=parse_on_lost_checkpoint(on_lost_checkpoint),
             limits=self._limits,
         )
         self._owns_client = client is None

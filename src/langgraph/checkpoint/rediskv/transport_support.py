@@ -18,6 +18,7 @@ from .errors import (
     ValueTooLargeError,
 )
 from .keys import KeySchema, tag_of
+from .replies import LOST
 
 
 def explain_response_error(request: Request, exc: Exception) -> Exception:
@@ -30,8 +31,9 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
             "was written. Free memory (delete or prune threads, use a ttl) or raise maxmemory "
             f"({exc})"
         )
-    if str(exc).startswith("LOST "):  # a read found a key of a thread evicted (records.lua)
-        key, what = str(exc)[5:].split(" ", 1)
+    lost = LOST.decode() + " "
+    if str(exc).startswith(lost):  # a read found a key of a thread evicted (records.lua)
+        key, what = str(exc)[len(lost) :].split(" ", 1)
         return CheckpointLostError(KeySchema.thread_from_tag(tag_of(key) or "{}"), what, key)
     if "near '#'" in str(exc):
         return ResponseError(

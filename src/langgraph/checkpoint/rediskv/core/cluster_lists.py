@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..keys import encode_part, metadata_index_suffix
+from ..replies import INDEX
 from .requests import Batch, NodeBatch, Op, ScriptCall
 from .rules import thread_indexed
 from .state import CoreState
@@ -113,7 +114,7 @@ def hint_args(ahead: Ahead | None) -> tuple[str, ...]:
 
 
 def is_index_reply(reply: Any) -> bool:
-    return isinstance(reply, list) and len(reply) > 1 and reply[0] == b"INDEX"
+    return isinstance(reply, list) and len(reply) > 1 and reply[0] == INDEX
 
 
 def _enter(core: CoreState, tag: str, ahead: Ahead, wanted: dict[str, float]) -> Op[None]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..keys import THREADS_BY_VALUE, metadata_index_suffix
+from ..replies import BUILDING
 from . import cluster_lists
 from .requests import Arg, Batch, Op, ScanKeys, ScanPage, ScriptCall
 from .state import CoreState
@@ -41,7 +42,7 @@ def read_candidates(core: CoreState, candidates: Candidates) -> Op[bool]:
     """The next chunk of candidate threads into ``candidates.queue``; False when the
     indexes are still being built."""
     if core.cluster_lists and not candidates.driver and not (yield from lists_ready(core)):
-        reply: Any = b"BUILDING"
+        reply: Any = BUILDING
     else:
         reply = yield ScriptCall(
             "list_thread_candidates",
@@ -54,7 +55,7 @@ def read_candidates(core: CoreState, candidates: Candidates) -> Op[bool]:
                 "cluster" if core.cluster_lists else "",
             ),
         )
-    if reply == b"BUILDING":  # (only ever the first reply: an index once ready stays so)
+    if reply == BUILDING:  # (only ever the first reply: an index once ready stays so)
         candidates.done = True
         return False
     candidates.driver = int(reply[0])
@@ -178,7 +179,7 @@ def threads_in_run_index(core: CoreState, run_ids: Sequence[str]) -> Op[list[str
             ]
         )
         for (index, _), reply in zip(reading, replies, strict=True):
-            if reply == b"BUILDING":
+            if reply == BUILDING:
                 return None
             found.update(core.keys.thread_from_tag(tag.decode()) for tag in reply[1:])
             if reply[0] is not None:

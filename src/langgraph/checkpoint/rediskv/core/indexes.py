@@ -35,7 +35,8 @@ def register_metadata_index(core: CoreState) -> Op[None]:
 def reindex_metadata(core: CoreState) -> Op[int]:
     """Add every stored checkpoint to the global metadata indexes of every registered key
     (the saver's own and other savers'), thread by thread in bounded steps, then mark the
-    keys that were "building" as "ready". Returns the number of index entries added."""
+    keys that were "building" as "ready"; entries a record lists that its index lost (an
+    eviction) are written again. Returns the number of index entries added."""
     if not (core.global_index or core.cluster_lists):
         return 0
     yield from register_metadata_index(core)

@@ -61,6 +61,9 @@ class Limits:
     batch_size: int = 500
     # checkpoints a reindex_thread call visits at most
     reindex_step: int = 500
+    # on_lost_checkpoint="fall_back": checkpoint ids listed per call while looking for the
+    # newest complete one
+    fall_back_page: int = 50
     # A write retried after "REAPING" or missing blobs: each retry makes progress, so a few
     # suffice.
     put_attempts: int = 5

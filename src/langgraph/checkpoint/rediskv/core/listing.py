@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..keys import decode_part
+from ..replies import BUILDING, NAMESPACES
 from . import discovery, paging
 from .discovery import Candidates, Threads
 from .indexes import register_metadata_index
@@ -58,7 +59,7 @@ def list_indexed(
         )
 
     first = yield call(before, paging.page_size(core.limits, limit))
-    if first == b"BUILDING":
+    if first == BUILDING:
         yield from list_all_threads(core, filter_args, str(before), limit)
         return
     yield from paging.pages(
@@ -155,7 +156,7 @@ def thread_pages(
     before_id: str,
 ) -> Stream:
     """A thread's checkpoints (every namespace), newest first, from its first reply on."""
-    if first and first[0] == b"NAMESPACES":  # too many to merge in one call
+    if first and first[0] == NAMESPACES:  # too many to merge in one call
         streams = paging.namespace_streams(core.limits, thread_id, first[1:])
         yield from StreamMerge(core, streams, filter_args, before_id, None).run()
         return
@@ -264,7 +265,7 @@ def select_newest(
                 replies = yield from paging.send_all(core, calls)
                 again: list[int] = []
                 for i, reply in zip(waiting, replies, strict=True):
-                    if reply and reply[0] == b"NAMESPACES":
+                    if reply and reply[0] == NAMESPACES:
                         for chunk in paging.namespace_streams(
                             core.limits, streams[i][0], reply[1:]
                         ):

@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from ..replies import NAMESPACES
 from . import cluster_lists, discovery, paging
 from .discovery import Candidates
 from .paging import ListStream
@@ -127,7 +128,7 @@ class StreamMerge:
 
     def take(self, i: int, reply: Sequence[Any]) -> list[int]:
         """Take a reply; returns the new streams it expanded into, if any."""
-        if reply and reply[0] == b"NAMESPACES":
+        if reply and reply[0] == NAMESPACES:
             thread_id = self.streams[i][0]
             expanded = paging.namespace_streams(self.limits, thread_id, reply[1:])
             self.streams[i] = expanded[0]

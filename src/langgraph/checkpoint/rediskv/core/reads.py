@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 
+from ..errors import EVICTION_FIX, CheckpointLostError
 from ..keys import encode_part, metadata_index_suffix
+from ..replies import NAMESPACES
 from . import cluster_lists, listing, paging
 from .merge import StreamMerge
 from .requests import Arg, Op, ScriptCall, Stream
 from .rules import UNSELECTIVE, indexable, thread_id_of, thread_indexed
 from .state import CoreState
+
+# the eviction warnings' logger (README, Eviction), where users find them whichever module
+# logs them
+eviction_logger = logging.getLogger("langgraph.checkpoint.rediskv.eviction")
 
 
 def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | None]:
@@ -26,19 +33,79 @@ def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | N
     held_args: list[Arg] = [len(held)]
     for ref, base in held.items():
         held_args += [ref, base.mark]
-    record = yield ScriptCall(
-        "get_tuple",
-        (core.keys.index(tag, ns),),
-        (
-            core.keys.prefix,
-            tag,
-            ns_enc,
-            get_checkpoint_id(config) or "",
-            core.read_ttl_seconds,
-            *held_args,
-        ),
-    )
+    try:
+        record = yield ScriptCall(
+            "get_tuple",
+            (core.keys.index(tag, ns),),
+            (
+                core.keys.prefix,
+                tag,
+                ns_enc,
+                get_checkpoint_id(config) or "",
+                core.read_ttl_seconds,
+                *held_args,
+            ),
+        )
+    except CheckpointLostError as lost:
+        # (only where the read already failed: the hot path is unchanged)
+        if core.on_lost_checkpoint != "fall_back" or lost.what != "value":
+            raise
+        if get_checkpoint_id(config):
+            raise  # a checkpoint asked for by id is that one or none
+        return (yield from newest_complete(core, thread_id, ns, lost))
     return core.codec.decode_record(thread_id, record, warm=True, held=held) if record else None
+
+
+def newest_complete(
+    core: CoreState, thread_id: str, ns: str, lost: CheckpointLostError
+) -> Op[CheckpointTuple | None]:
+    """on_lost_checkpoint="fall_back": the newest checkpoint of the namespace that is still
+    complete, read by its id (ids newest first, without their values), and one warning;
+    ``lost`` again when none is."""
+    lost_id: str | None = None
+    before: Arg = ""
+    while True:
+        page = -core.limits.fall_back_page
+        reply = yield paging.list_call(core, thread_id, ns, "", before, page, (0,))
+        for entry in reply[1:]:
+            checkpoint_id = entry[1].decode()
+            config = {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": ns,
+                    "checkpoint_id": checkpoint_id,
+                }
+            }
+            try:
+                found = yield from get_tuple(core, config)  # type: ignore[arg-type]
+            except CheckpointLostError as again:
+                if again.what != "value":
+                    raise
+                lost_id = lost_id or checkpoint_id
+                continue
+            if found is not None:
+                if lost_id is not None:  # (else a newer complete one came meanwhile)
+                    warn_of_fall_back(thread_id, ns, lost_id, lost.key, checkpoint_id)
+                return found
+        if reply[0] is None:
+            raise lost
+        before = reply[0]
+
+
+def warn_of_fall_back(thread_id: str, ns: str, lost_id: str, key: str, returned_id: str) -> None:
+    """The warning of on_lost_checkpoint="fall_back": what was lost, and what was returned
+    instead of it."""
+    eviction_logger.warning(
+        "thread %r lost a value (%s) of its latest checkpoint %s in namespace %r, most likely "
+        "to the server's eviction; on_lost_checkpoint='fall_back' returned the newest "
+        "complete checkpoint, %s, and the turns after it are lost; to prevent it %s",
+        thread_id,
+        key,
+        lost_id,
+        ns,
+        returned_id,
+        EVICTION_FIX,
+    )
 
 
 def list_checkpoints(
@@ -85,7 +152,7 @@ def list_checkpoints(
         return paging.list_call(core, thread_id, ns, only_id, before, page, filter_args)
 
     first = yield call(before_id, paging.page_size(core.limits, limit))
-    if first and first[0] == b"NAMESPACES":  # too many to merge in one call
+    if first and first[0] == NAMESPACES:  # too many to merge in one call
         streams = paging.namespace_streams(core.limits, thread_id, first[1:])
         yield from StreamMerge(core, streams, filter_args, before_id, limit).run()
         return

@@ -78,6 +78,9 @@ class CoreState:
     # keep only the newest this many checkpoints per namespace (0: all), see
     # lua/include/trim.lua
     keep_last: int = 0
+    # "fall_back": get_tuple of the latest checkpoint that lost a value answers the newest
+    # one still complete (README, Eviction); "raise": CheckpointLostError
+    on_lost_checkpoint: str = "raise"
     limits: Limits = dataclasses.field(default_factory=Limits)
     # the bases channel values are compressed against (mutable on purpose: a per-saver cache)
     bases: BaseCache = dataclasses.field(default_factory=BaseCache)

@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import (
 
 from ..compression import Base
 from ..keys import blob_ref, decode_part, encode_part, pack_fields
+from ..replies import REAPING
 from . import cluster_lists, jobs
 from .codec import INLINE_MARK
 from .indexes import register_metadata_index
@@ -169,7 +170,7 @@ def retry(
     cluster, once the threads-by-value lists it needs hold the thread ("INDEX")."""
     for _ in range(core.limits.put_attempts):
         reply = yield call()
-        if reply == b"REAPING":
+        if reply == REAPING:
             yield from jobs.finish_reaping(core, thread_id)
         elif ahead is not None and cluster_lists.is_index_reply(reply):
             yield from cluster_lists.answer(core, core.keys.tag(thread_id), reply, ahead)
