@@ -35,6 +35,7 @@ def test_every_error_keeps_its_former_base_under_one_root() -> None:
         errors.SettingsError: ValueError,
         errors.CliError: Exception,
         errors.MissingExtraError: RuntimeError,
+        errors.IncludeError: ValueError,
     }
     defined = {
         cls

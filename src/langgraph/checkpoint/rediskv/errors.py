@@ -91,3 +91,8 @@ class CliError(RediskvError):
 
 class MissingExtraError(RediskvError, RuntimeError):
     """An optional package of the ``demo`` extra is not installed."""
+
+
+class IncludeError(RediskvError, ValueError):
+    """A Lua ``-- requires:`` line names an include that does not exist, or includes require
+    each other in a cycle, or a file lacks the line (scripts.py's loader)."""

@@ -15,6 +15,8 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from .errors import IncludeError as IncludeError  # (re-exported: the loader raises it)
+
 SCRIPT_NAMES = (
     "put_checkpoint",
     "put_writes",
@@ -45,11 +47,6 @@ SCRIPT_NAMES = (
 )
 
 _REQUIRES = re.compile(r"^-- requires:(.*)$", re.MULTILINE)
-
-
-class IncludeError(ValueError):
-    """A ``-- requires:`` line names an include that does not exist, or includes require each
-    other in a cycle, or a file lacks the line."""
 
 
 def lua_dir() -> Path:
