@@ -24,8 +24,10 @@ HEADER = (
 
 # (pattern, replacement), applied in this order; patterns are regular expressions
 REPLACEMENTS: list[tuple[str, str]] = [
+    (r"^.*  # async only.*\n", ""),  # a line only the async side has
     # imports
     (r"^import asyncio\n", ""),
+    (r"^import itertools\n", "import itertools\nimport threading\n"),
     (
         r"^from collections\.abc import AsyncIterator, Awaitable, Iterable, ",
         "from collections.abc import Iterable, Iterator, ",
@@ -35,7 +37,13 @@ REPLACEMENTS: list[tuple[str, str]] = [
         r"^from redis\.asyncio\.cluster import RedisCluster as AsyncRedisCluster$",
         "from redis.cluster import RedisCluster",
     ),
+    # (redis.retry sorts after redis.exceptions)
+    (r"^from redis\.asyncio\.retry import Retry\n", ""),
+    (r"^(from redis\.exceptions import .*\n)", r"\1from redis.retry import Retry\n"),
     (r"\baredis\.", "redis."),
+    (r"\bredis\.asyncio\.", "redis."),
+    (r"\basyncio=True\b", "asyncio=False"),
+    (r"\basyncio\.Lock\b", "threading.Lock"),
     (r"\bAsyncRedisCluster\b", "RedisCluster"),
     (r"\bAsyncScript\b", "Script"),
     (r"\bAbstractAsyncContextManager\b", "AbstractContextManager"),

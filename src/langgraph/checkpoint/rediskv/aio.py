@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, TypeVar
@@ -19,30 +19,16 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.asyncio.retry import Retry
 from redis.exceptions import RedisClusterException
 
 from .async_transport import AsyncTransport
 from .autopipeline import AutoPipeline
 from .base import (
-    CONNECT_TIMEOUT,
-    MAX_CONNECTIONS,
-    POOL_TIMEOUT,
-    RETRIES,
-    SLOT_MOVE_WAIT,
-    SOCKET_TIMEOUT,
     documented_as,
-    refuse_decoding_client,
-    retry_backoff,
 )
-from .compat import resolve_arguments
-from .core import DEFAULT_INDEXED_METADATA, LIST_PAGE, Request, ScriptCall
-from .functions import FunctionLibrary
+from .core import LIST_PAGE, Request, ScriptCall
 from .packing import pack_in_c
-from .replication import WaitForReplicas
-from .scripts import script_sources
 
 T = TypeVar("T")
 
@@ -65,87 +51,18 @@ class AsyncRedisSaver(AsyncTransport):
     AsyncPostgresSaver), e.g. for ``graph.get_state`` called from a worker thread.
     """
 
-    def __init__(
-        self,
-        url: str | Any = None,
-        *,
-        client: aredis.Redis | AsyncRedisCluster | None = None,
-        cluster: bool = False,
-        prefix: str = "lg",
-        ttl: Any = None,
-        serde: SerializerProtocol | None = None,
-        max_connections: int = MAX_CONNECTIONS,
-        pool_timeout: float = POOL_TIMEOUT,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        socket_timeout: float | None = SOCKET_TIMEOUT,
-        retries: int = RETRIES,
-        index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
-        slot_move_wait: float = SLOT_MOVE_WAIT,
-        auto_pipeline: bool = True,
-        compression: bool | int = True,
-        keep_last: int | None = None,
-        functions: bool = True,
-        wait_for_replicas: int = 0,
-        wait_timeout: float = 0.1,
-        **redis_kwargs: Any,
-    ) -> None:
-        given = resolve_arguments(
-            type(self).__name__,
-            url,
-            client,
-            redis_kwargs,
-            is_client=lambda c: isinstance(c, (aredis.Redis, AsyncRedisCluster)),
-            client_kind="a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client",
-            cluster=cluster,
-            own_names=inspect.signature(AsyncRedisSaver.__init__).parameters,
-            asyncio=True,
+    def _connect(
+        self, url: str, cluster: bool, pool_timeout: float, retries: int, options: dict[str, Any]
+    ) -> aredis.Redis | AsyncRedisCluster:
+        if cluster:
+            return AsyncRedisCluster.from_url(url, **options)
+        pool = aredis.BlockingConnectionPool.from_url(
+            url, **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options}
         )
-        client, redis_kwargs = given.client, given.redis_kwargs
-        self._wait = WaitForReplicas.of(wait_for_replicas, wait_timeout, socket_timeout)
-        connect_url = self._setup(
-            given.url,
-            client,
-            prefix if given.prefix is None else given.prefix,
-            ttl,
-            serde,
-            index_metadata,
-            compression,
-            keep_last,
-        )
-        if connect_url is not None:
-            options: dict[str, Any] = {
-                "max_connections": max_connections,
-                "socket_connect_timeout": connect_timeout,
-                "socket_timeout": socket_timeout,
-                "retry": Retry(retry_backoff(), retries),
-                **redis_kwargs,
-            }
-            if cluster:
-                client = AsyncRedisCluster.from_url(connect_url, **options)
-            else:
-                # (an option given in redis_kwargs overrides the saver's own)
-                pool = aredis.BlockingConnectionPool.from_url(
-                    connect_url,
-                    **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options},
-                )
-                pack_in_c(pool)
-                client = aredis.Redis(connection_pool=pool)
-        assert client is not None
-        refuse_decoding_client(client)
-        self._slot_move_wait = slot_move_wait
-        self._client: aredis.Redis | AsyncRedisCluster = client
-        if isinstance(client, AsyncRedisCluster):
-            self._on_cluster()
-        self._loaded_on_cluster: set[str] = set()  # scripts loaded on every primary
-        self._loaded_for_wait: set[str] = set()  # (standalone) scripts loaded, for _waited
-        self._scripts = {
-            name: client.register_script(source) for name, source in script_sources().items()
-        }
-        # a chat turn's operations as FCALLs of a library (on each primary of a cluster)
-        self._library_lock = asyncio.Lock()
-        self._node_locks: dict[str, asyncio.Lock] = {}  # (on a cluster, one per primary)
-        self._library = FunctionLibrary(functions)
-        self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+        pack_in_c(pool)
+        return aredis.Redis(connection_pool=pool)
+
+    def _start_async(self, max_connections: int, auto_pipeline: bool) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         # redis-py's async cluster client fails with MaxConnectionsError past max_connections
         # on a node; callers wait at this gate instead, as they do at a blocking pool.

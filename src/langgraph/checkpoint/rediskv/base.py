@@ -123,6 +123,8 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
     # (BaseCheckpointSaver.with_allowlist assigns `serde` on a shallow copy).
     @property
     def serde(self) -> SerializerProtocol:
+        """The serializer of checkpoints and values (LangGraph's JsonPlusSerializer by
+        default); assigning one makes the saver use it from then on."""
         return self._serde
 
     @serde.setter
@@ -144,6 +146,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
 
     @property
     def prefix(self) -> str:
+        """The first part of every key the saver writes."""
         return self._core.keys.prefix
 
     def get_next_version(self, current: str | None, channel: None) -> str:
@@ -151,7 +154,18 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         old checkpoint never writes a blob under a version that a stored checkpoint uses.
 
         ``<counter, 16 digits>.<32 random bits, hex>``: ordered by the counter, and half the
-        length of InMemorySaver's (versions are part of keys and of every checkpoint)."""
+        length of InMemorySaver's (versions are part of keys and of every checkpoint).
+
+        Args:
+            current: the channel's current version, or None for a new channel.
+            channel: unused (LangGraph's signature).
+
+        Returns:
+            The next version.
+
+        Raises:
+            ValueError: ``current`` is not a version the saver made.
+        """
         if current is None:
             current_v = 0
         elif isinstance(current, int):

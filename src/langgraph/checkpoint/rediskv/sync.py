@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import inspect
 import itertools
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -23,27 +22,13 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
-from redis.retry import Retry
 
 from .base import (
-    CONNECT_TIMEOUT,
-    MAX_CONNECTIONS,
-    POOL_TIMEOUT,
-    RETRIES,
-    SLOT_MOVE_WAIT,
-    SOCKET_TIMEOUT,
     documented_as,
-    refuse_decoding_client,
-    retry_backoff,
 )
-from .compat import resolve_arguments
-from .core import DEFAULT_INDEXED_METADATA, LIST_PAGE
-from .functions import FunctionLibrary
-from .replication import WaitForReplicas
-from .scripts import script_sources
+from .core import LIST_PAGE
 from .sync_transport import SyncTransport
 
 IN_THREAD = "{name} in a worker thread (asyncio.to_thread)."
@@ -97,91 +82,20 @@ class RedisSaver(SyncTransport):
     The async methods (``aput`` ...) run the sync ones in a worker thread.
     """
 
-    def __init__(
-        self,
-        url: str | Any = None,
-        *,
-        client: redis.Redis | RedisCluster | None = None,
-        cluster: bool = False,
-        prefix: str = "lg",
-        ttl: Any = None,
-        serde: SerializerProtocol | None = None,
-        max_connections: int = MAX_CONNECTIONS,
-        pool_timeout: float = POOL_TIMEOUT,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        socket_timeout: float | None = SOCKET_TIMEOUT,
-        retries: int = RETRIES,
-        index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
-        slot_move_wait: float = SLOT_MOVE_WAIT,
-        compression: bool | int = True,
-        keep_last: int | None = None,
-        functions: bool = True,
-        wait_for_replicas: int = 0,
-        wait_timeout: float = 0.1,
-        **redis_kwargs: Any,
-    ) -> None:
-        given = resolve_arguments(
-            type(self).__name__,
-            url,
-            client,
-            redis_kwargs,
-            is_client=lambda c: isinstance(c, (redis.Redis, RedisCluster)),
-            client_kind="a redis.Redis or redis.cluster.RedisCluster client",
-            cluster=cluster,
-            own_names=inspect.signature(RedisSaver.__init__).parameters,
-            asyncio=False,
-        )
-        client, redis_kwargs = given.client, given.redis_kwargs
-        self._wait = WaitForReplicas.of(wait_for_replicas, wait_timeout, socket_timeout)
-        connect_url = self._setup(
-            given.url,
-            client,
-            prefix if given.prefix is None else given.prefix,
-            ttl,
-            serde,
-            index_metadata,
-            compression,
-            keep_last,
-        )
-        if connect_url is not None:
-            options: dict[str, Any] = {
-                "max_connections": max_connections,
-                "socket_connect_timeout": connect_timeout,
-                "socket_timeout": socket_timeout,
-                "retry": Retry(retry_backoff(), retries),
-                **redis_kwargs,
-            }
-            if cluster:
-                # one blocking pool per node (it reads the slot map now)
-                try:
-                    client = RedisCluster.from_url(
-                        connect_url, connection_pool_class=redis.BlockingConnectionPool, **options
-                    )
-                except RedisClusterException as exc:
-                    self._raise_translated(exc)
-            else:
-                # (an option given in redis_kwargs overrides the saver's own)
-                pool = redis.BlockingConnectionPool.from_url(
-                    connect_url,
-                    **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options},
+    def _connect(
+        self, url: str, cluster: bool, pool_timeout: float, retries: int, options: dict[str, Any]
+    ) -> redis.Redis | RedisCluster:
+        if cluster:
+            try:  # (one blocking pool per node; it reads the slot map now)
+                return RedisCluster.from_url(
+                    url, connection_pool_class=redis.BlockingConnectionPool, **options
                 )
-                client = redis.Redis(connection_pool=pool)
-        assert client is not None
-        refuse_decoding_client(client)
-        self._slot_move_wait = slot_move_wait
-        self._client: redis.Redis | RedisCluster = client
-        if isinstance(client, RedisCluster):
-            self._on_cluster()
-        self._loaded_on_cluster: set[str] = set()  # scripts loaded on every primary
-        self._loaded_for_wait: set[str] = set()  # (standalone) scripts loaded, for _waited
-        self._scripts = {
-            name: client.register_script(source) for name, source in script_sources().items()
-        }
-        # a chat turn's operations as FCALLs of a library (on each primary of a cluster)
-        self._library_lock = threading.Lock()
-        self._node_locks: dict[str, threading.Lock] = {}  # (on a cluster: see _node_lock)
-        self._library = FunctionLibrary(functions)
-        self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+            except RedisClusterException as exc:
+                self._raise_translated(exc)
+        pool = redis.BlockingConnectionPool.from_url(
+            url, **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options}
+        )
+        return redis.Redis(connection_pool=pool)
 
     @classmethod
     @contextmanager

@@ -10,7 +10,9 @@ context managers, the locks) stays in ``aio.py`` and ``sync.py``."""
 from __future__ import annotations
 
 import builtins
+import inspect
 import itertools
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -26,14 +28,31 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import ClusterError, RedisError, ResponseError, TryAgainError
+from redis.retry import Retry
 
-from .base import RUN_ALONE, UNAVAILABLE, RedisSaverBase, check_server, retry_backoff
+from .base import (
+    CONNECT_TIMEOUT,
+    MAX_CONNECTIONS,
+    POOL_TIMEOUT,
+    RETRIES,
+    RUN_ALONE,
+    SLOT_MOVE_WAIT,
+    SOCKET_TIMEOUT,
+    UNAVAILABLE,
+    RedisSaverBase,
+    check_server,
+    refuse_decoding_client,
+    retry_backoff,
+)
 from .check import Problem, check_store
+from .compat import resolve_arguments
 from .core import (
     DEFAULT_BULK_LIMIT,
+    DEFAULT_INDEXED_METADATA,
     MIN_BULK_LIMIT,
     NodeBatch,
     Op,
@@ -54,6 +73,7 @@ from .delta import get_delta_channel_history
 from .eviction import check_policy_once
 from .functions import FunctionLibrary
 from .replication import ATTEMPTS, WaitForReplicas, take_replies, waited_calls
+from .scripts import script_sources
 from .settings import ttl_seconds
 from .storeformat import checked_first
 
@@ -70,15 +90,85 @@ class SyncTransport(RedisSaverBase):
     where it can), batches, scans, cluster routing, waits for replicas; and the checkpointer
     methods, each one operation of the core driven to its end."""
 
-    _client: redis.Redis | RedisCluster
-    _scripts: dict[str, Script]
-    _library: FunctionLibrary
-    _library_lock: AbstractContextManager[Any]
-    _loaded_on_cluster: set[str]  # scripts loaded on every primary
-    _loaded_for_wait: set[str]  # (standalone) scripts loaded, for _waited
-    _wait: WaitForReplicas | None
-    _slot_move_wait: float
-    _policy_checked: bool
+    def __init__(
+        self,
+        url: str | Any = None,
+        *,
+        client: redis.Redis | RedisCluster | None = None,
+        cluster: bool = False,
+        prefix: str = "lg",
+        ttl: Any = None,
+        serde: SerializerProtocol | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        pool_timeout: float = POOL_TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        socket_timeout: float | None = SOCKET_TIMEOUT,
+        retries: int = RETRIES,
+        index_metadata: Iterable[str] = DEFAULT_INDEXED_METADATA,
+        slot_move_wait: float = SLOT_MOVE_WAIT,
+        compression: bool | int = True,
+        keep_last: int | None = None,
+        functions: bool = True,
+        wait_for_replicas: int = 0,
+        wait_timeout: float = 0.1,
+        **redis_kwargs: Any,
+    ) -> None:
+        given = resolve_arguments(
+            type(self).__name__,
+            url,
+            client,
+            redis_kwargs,
+            is_client=lambda c: isinstance(c, (redis.Redis, RedisCluster)),
+            client_kind="a redis.Redis or redis.cluster.RedisCluster client",
+            cluster=cluster,
+            own_names=inspect.signature(SyncTransport.__init__).parameters,
+            asyncio=False,
+        )
+        client, redis_kwargs = given.client, given.redis_kwargs
+        self._wait = WaitForReplicas.of(wait_for_replicas, wait_timeout, socket_timeout)
+        connect_url = self._setup(
+            given.url,
+            client,
+            prefix if given.prefix is None else given.prefix,
+            ttl,
+            serde,
+            index_metadata,
+            compression,
+            keep_last,
+        )
+        if connect_url is not None:
+            options: dict[str, Any] = {
+                "max_connections": max_connections,
+                "socket_connect_timeout": connect_timeout,
+                "socket_timeout": socket_timeout,
+                "retry": Retry(retry_backoff(), retries),
+                **redis_kwargs,
+            }
+            # (an option given in redis_kwargs overrides the saver's own)
+            client = self._connect(connect_url, cluster, pool_timeout, retries, options)
+        assert client is not None
+        refuse_decoding_client(client)
+        self._slot_move_wait = slot_move_wait
+        self._client: redis.Redis | RedisCluster = client
+        if isinstance(client, RedisCluster):
+            self._on_cluster()
+        self._loaded_on_cluster: set[str] = set()  # scripts loaded on every primary
+        self._loaded_for_wait: set[str] = set()  # (standalone) scripts loaded, for _waited
+        self._scripts: dict[str, Script] = {
+            name: client.register_script(source) for name, source in script_sources().items()
+        }
+        # a chat turn's operations as FCALLs of a library (on each primary of a cluster)
+        self._library_lock = threading.Lock()
+        self._node_locks: dict[str, threading.Lock] = {}  # (on a cluster, one per primary)
+        self._library = FunctionLibrary(functions)
+        self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+
+    def _connect(
+        self, url: str, cluster: bool, pool_timeout: float, retries: int, options: dict[str, Any]
+    ) -> redis.Redis | RedisCluster:
+        """The saver's own client (each saver: its own kind of pool)."""
+        raise NotImplementedError
+
 
     def _node_lock(self, node: str) -> AbstractContextManager[Any]:
         """The lock of cluster primary ``node``'s library check (each saver: its own kind)."""
