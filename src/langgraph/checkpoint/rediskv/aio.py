@@ -101,29 +101,7 @@ class AsyncRedisSaver(AsyncTransport):
         finally:
             await saver.aclose()
 
-    async def asetup(self) -> None:
-        """Optional (the saver sets itself up at its first call): check now that the server
-        can run the saver, load its scripts and its function library, and register its
-        metadata indexes, so that a wrong setting fails at start-up. Safe to call any number
-        of times, from any process.
-
-        Returns:
-            None.
-
-        Raises:
-            RedisUnavailableError: the server could not be reached.
-            ValueError: a server the saver cannot run on (older than Redis 7.0 or Valkey 7.2,
-                or a cluster node for a saver made without ``cluster=True``, or the reverse).
-        """
-        if isinstance(self._client, AsyncRedisCluster):
-            try:
-                await self._client.initialize()
-            except Exception as exc:
-                self._raise_translated(exc)
-            self._cluster_ready = True
-        await self._prepare_server()
-
-    @documented_as(asetup, FROM_THREAD, ON_LOOP)
+    @documented_as(AsyncTransport.asetup, FROM_THREAD, ON_LOOP)
     def setup(self) -> None:
         self._on_loop(self.asetup())
 

@@ -168,6 +168,8 @@ class AsyncTransport(RedisSaverBase):
         """The saver's own client (each saver: its own kind of pool)."""
         raise NotImplementedError
 
+    _cluster_ready: bool  # async only
+
     def _start_async(self, max_connections: int, auto_pipeline: bool) -> None:  # async only
         raise NotImplementedError  # async only: the saver's event loop, gate and pipeline
 
@@ -179,10 +181,26 @@ class AsyncTransport(RedisSaverBase):
         """Called before each operation (the async saver checks its event loop here)."""
 
     # -- setup --------------------------------------------------------------------------
-    async def _prepare_server(self) -> None:
-        """Check the server, load the scripts and the library, register the indexes."""
+    async def asetup(self) -> None:
+        """Optional (the saver sets itself up at its first call): check now that the server
+        can run the saver (Redis 7.0 or later, Valkey 7.2 or later; a Redis Cluster exactly
+        when the saver was made with ``cluster=True``), load its scripts and its function
+        library, and register its metadata indexes; so a wrong setting fails at start-up,
+        not at the first request. Safe to call any number of times, from any process.
+
+        Returns:
+            None.
+
+        Raises:
+            RedisUnavailableError: the server could not be reached.
+            ValueError: a server the saver cannot run on (older than Redis 7.0 or Valkey 7.2,
+                or a cluster node for a saver made without ``cluster=True``, or the reverse).
+        """
         client = self._client
         try:
+            if isinstance(client, AsyncRedisCluster):  # async only
+                await client.initialize()  # async only
+                self._cluster_ready = True  # async only
             try:
                 info: Any = await client.info()
             except ResponseError:  # INFO denied (an ACL): the first call will tell

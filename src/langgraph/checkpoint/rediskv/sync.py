@@ -118,23 +118,6 @@ class RedisSaver(SyncTransport):
         finally:
             saver.close()
 
-    def setup(self) -> None:
-        """Optional (the saver sets itself up at its first call): check now that the server
-        can run the saver (Redis 7.0 or later, Valkey 7.2 or later; a Redis Cluster exactly
-        when the saver was made with ``cluster=True``), load its scripts and its function
-        library, and register its metadata indexes; so a wrong setting fails at start-up,
-        not at the first request. Safe to call any number of times, from any process.
-
-        Returns:
-            None.
-
-        Raises:
-            RedisUnavailableError: the server could not be reached.
-            ValueError: a server the saver cannot run on (older than Redis 7.0 or Valkey 7.2,
-                or a cluster node for a saver made without ``cluster=True``, or the reverse).
-        """
-        self._prepare_server()
-
     @property
     def client(self) -> redis.Redis | RedisCluster:
         """The redis-py client the saver uses (its own, or the one passed in)."""
@@ -172,7 +155,7 @@ class RedisSaver(SyncTransport):
             return self._node_locks.setdefault(node, threading.Lock())
 
     # -- async API: the sync calls, run in a worker thread ------------------------------------
-    @documented_as(setup, IN_THREAD)
+    @documented_as(SyncTransport.setup, IN_THREAD)
     async def asetup(self) -> None:
         await asyncio.to_thread(self.setup)
 

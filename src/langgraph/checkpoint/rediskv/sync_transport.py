@@ -170,6 +170,7 @@ class SyncTransport(RedisSaverBase):
         raise NotImplementedError
 
 
+
     def _node_lock(self, node: str) -> AbstractContextManager[Any]:
         """The lock of cluster primary ``node``'s library check (each saver: its own kind)."""
         raise NotImplementedError
@@ -178,8 +179,21 @@ class SyncTransport(RedisSaverBase):
         """Called before each operation (the async saver checks its event loop here)."""
 
     # -- setup --------------------------------------------------------------------------
-    def _prepare_server(self) -> None:
-        """Check the server, load the scripts and the library, register the indexes."""
+    def setup(self) -> None:
+        """Optional (the saver sets itself up at its first call): check now that the server
+        can run the saver (Redis 7.0 or later, Valkey 7.2 or later; a Redis Cluster exactly
+        when the saver was made with ``cluster=True``), load its scripts and its function
+        library, and register its metadata indexes; so a wrong setting fails at start-up,
+        not at the first request. Safe to call any number of times, from any process.
+
+        Returns:
+            None.
+
+        Raises:
+            RedisUnavailableError: the server could not be reached.
+            ValueError: a server the saver cannot run on (older than Redis 7.0 or Valkey 7.2,
+                or a cluster node for a saver made without ``cluster=True``, or the reverse).
+        """
         client = self._client
         try:
             try:
