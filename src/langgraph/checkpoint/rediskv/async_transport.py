@@ -106,6 +106,7 @@ class AsyncTransport(RedisSaverBase):
         auto_pipeline: bool = True,  # async only
         compression: bool | int = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
         functions: bool = True,
         wait_for_replicas: int = 0,
         wait_timeout: float = 0.1,
@@ -133,6 +134,7 @@ class AsyncTransport(RedisSaverBase):
             index_metadata,
             compression,
             keep_last,
+            on_lost_checkpoint,
         )
         if connect_url is not None:
             options: dict[str, Any] = {
@@ -160,6 +162,7 @@ class AsyncTransport(RedisSaverBase):
         self._node_locks: dict[str, asyncio.Lock] = {}  # (on a cluster, one per primary)
         self._library = FunctionLibrary(functions)
         self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+        self._thread_ttl_checked = False  # (its set_thread_ttl warning, the same)
         self._start_async(max_connections, auto_pipeline)  # async only
 
     def _connect(
@@ -224,6 +227,9 @@ class AsyncTransport(RedisSaverBase):
     # -- requests -----------------------------------------------------------------------
     async def _send(self, request: Request) -> Any:
         """One request of the core, its reply (redis-py's errors as the saver's)."""
+        if not self._policy_checked:  # once per saver, at its first call (each primary)
+            self._policy_checked = True
+            await acheck_policy_once(self._client, self._core.ttl is not None)
         large = largest_arg(request) > MIN_BULK_LIMIT
         if large:
             refuse_oversized(request, await self._bulk_limit())
@@ -336,9 +342,6 @@ class AsyncTransport(RedisSaverBase):
     async def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
-        if not self._policy_checked:  # once per saver, at its first call
-            self._policy_checked = True
-            await acheck_policy_once(self._client, self._core.ttl is not None)
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -640,6 +643,8 @@ class AsyncTransport(RedisSaverBase):
 
         Raises:
             RedisUnavailableError: the server could not be reached.
+            CheckpointLostError: the checkpoint lost a value to the server's eviction (see
+                the saver's ``on_lost_checkpoint``).
             ValueError: ``config`` names no thread.
         """
         return await self._run(self._core.get_tuple(config))
@@ -820,6 +825,10 @@ class AsyncTransport(RedisSaverBase):
             RedisUnavailableError: the server could not be reached.
             ValueError: a ttl that is not a positive duration.
         """
+        if self._core.ttl is None and not self._thread_ttl_checked:
+            # the thread's keys now expire, so a volatile-* policy can evict them
+            self._thread_ttl_checked = True
+            await acheck_policy_once(self._client, True, volatile_only=True)
         await self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))
 
     async def apin_thread(self, thread_id: str) -> None:

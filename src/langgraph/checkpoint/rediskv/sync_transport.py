@@ -108,6 +108,7 @@ class SyncTransport(RedisSaverBase):
         slot_move_wait: float = SLOT_MOVE_WAIT,
         compression: bool | int = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
         functions: bool = True,
         wait_for_replicas: int = 0,
         wait_timeout: float = 0.1,
@@ -135,6 +136,7 @@ class SyncTransport(RedisSaverBase):
             index_metadata,
             compression,
             keep_last,
+            on_lost_checkpoint,
         )
         if connect_url is not None:
             options: dict[str, Any] = {
@@ -162,6 +164,7 @@ class SyncTransport(RedisSaverBase):
         self._node_locks: dict[str, threading.Lock] = {}  # (on a cluster, one per primary)
         self._library = FunctionLibrary(functions)
         self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+        self._thread_ttl_checked = False  # (its set_thread_ttl warning, the same)
 
     def _connect(
         self, url: str, cluster: bool, pool_timeout: float, retries: int, options: dict[str, Any]
@@ -219,6 +222,9 @@ class SyncTransport(RedisSaverBase):
     # -- requests -----------------------------------------------------------------------
     def _send(self, request: Request) -> Any:
         """One request of the core, its reply (redis-py's errors as the saver's)."""
+        if not self._policy_checked:  # once per saver, at its first call (each primary)
+            self._policy_checked = True
+            check_policy_once(self._client, self._core.ttl is not None)
         large = largest_arg(request) > MIN_BULK_LIMIT
         if large:
             refuse_oversized(request, self._bulk_limit())
@@ -331,9 +337,6 @@ class SyncTransport(RedisSaverBase):
     def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
-        if not self._policy_checked:  # once per saver, at its first call
-            self._policy_checked = True
-            check_policy_once(self._client, self._core.ttl is not None)
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -635,6 +638,8 @@ class SyncTransport(RedisSaverBase):
 
         Raises:
             RedisUnavailableError: the server could not be reached.
+            CheckpointLostError: the checkpoint lost a value to the server's eviction (see
+                the saver's ``on_lost_checkpoint``).
             ValueError: ``config`` names no thread.
         """
         return self._run(self._core.get_tuple(config))
@@ -815,6 +820,10 @@ class SyncTransport(RedisSaverBase):
             RedisUnavailableError: the server could not be reached.
             ValueError: a ttl that is not a positive duration.
         """
+        if self._core.ttl is None and not self._thread_ttl_checked:
+            # the thread's keys now expire, so a volatile-* policy can evict them
+            self._thread_ttl_checked = True
+            check_policy_once(self._client, True, volatile_only=True)
         self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))
 
     def pin_thread(self, thread_id: str) -> None:
