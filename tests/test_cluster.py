@@ -401,7 +401,7 @@ def test_other_code_under_the_librarys_name_on_one_primary_turns_functions_off(
     prefix = new_prefix()
     keys = KeySchema(prefix)
     port = port_of(client, keys.thread(keys.tag("a")))
-    other = LIBRARY_SOURCE.replace("-- Shared by every script", "-- changed")
+    other = LIBRARY_SOURCE.replace("-- The key schema:", "-- changed")
     node_stats.admins[port].function_load(other, replace=True)
     try:
         with RedisSaver(server_url, cluster=True, prefix=prefix) as saver:
