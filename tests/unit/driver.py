@@ -74,11 +74,14 @@ __all__ = [
     "ScriptMismatch",
     "batch",
     "call",
+    "each",
     "encode_part",
     "id_score",
     "make_core",
     "scan_keys",
+    "page_reply",
     "scan_page",
+    "stored_record",
     "score_arg",
 ]
 
@@ -105,7 +108,7 @@ def make_core(prefix: str = "unit", *, cluster: bool = False, **options: Any) ->
 @dataclass(frozen=True)
 class Expect:
     """One request the operation must make next, and the reply to give it (an exception is
-    thrown into the operation). ``kind``: the request's class, matched exactly; ``names``:
+    thrown into the operation; a function is called with the request for the reply). ``kind``: the request's class, matched exactly; ``names``:
     the script name of a ScriptCall, the names of a Batch's calls in order (None: any);
     ``check``: more to assert of the request."""
 
@@ -129,6 +132,17 @@ def batch(
     kind: type = Batch,
 ) -> Expect:
     return Expect(kind, tuple(names) if names is not None else None, list(replies), check)
+
+
+def each(
+    names: Sequence[str] | None, reply_of: Callable[[ScriptCall], Any], kind: type = Batch
+) -> Expect:
+    """A Batch (or NodeBatch) whose calls each get ``reply_of(call)``."""
+    return Expect(
+        kind,
+        tuple(names) if names is not None else None,
+        lambda request: [reply_of(c) for c in request.calls],
+    )
 
 
 def scan_keys(keys: Sequence[bytes], check: Callable[[ScanKeys], None] | None = None) -> Expect:
@@ -193,7 +207,7 @@ class Driver:
         self.requests.append(request)
         if step.check is not None:
             step.check(request)
-        reply = step.reply
+        reply = step.reply(request) if callable(step.reply) else step.reply
         self.replies.append(reply)
         if isinstance(reply, ResponseError):
             raise explain_response_error(request, reply)
@@ -258,6 +272,38 @@ class Driver:
             elif isinstance(request, Batch):
                 out += [c for c in request.calls if c.name == name]
         return out
+
+
+def stored_record(
+    core: SaverCore,
+    parent_config: Any,
+    checkpoint: Any,
+    metadata: dict[str, Any],
+    blobs: dict[str, bytes] | None = None,
+) -> list[Any]:
+    """The reply of a read of ``checkpoint`` once put after ``parent_config`` (every channel
+    version new): its put stepped, and its call read back as the record it writes.
+    ``blobs``: the blobs stored before, by ref (the put's are added)."""
+    driver = Driver(core)
+    if (core.global_index or core.cluster_lists) and not core.registered:
+        driver.expect(call("register_metadata_index", []))
+    driver.expect(call("put_checkpoint", 1))
+    versions = dict(checkpoint["channel_versions"])
+    driver.run(core.put(parent_config, checkpoint, metadata, versions))
+    driver.done()
+    return PutCall(driver.calls("put_checkpoint")[0]).record({} if blobs is None else blobs)
+
+
+def page_reply(records: Sequence[list[Any]], request: ScriptCall) -> list[Any]:
+    """list_checkpoints.lua's reply over ``records`` (newest first) to ``request``: those
+    below its ``before`` (ARGV[6]), a page (ARGV[7]) of them, and the cursor, the last id
+    given, or nil when none is left; a negative page: heads ({ns, id}) only."""
+    before_arg, size = request.args[5], int(request.args[6])
+    before = before_arg if isinstance(before_arg, bytes) else str(before_arg).encode()
+    below = [r for r in records if not before or r[1] < before]
+    page = below[: abs(size)]
+    cursor = page[-1][1] if len(below) > len(page) else None
+    return [cursor, *([r[0], r[1]] if size < 0 else r for r in page)]
 
 
 @dataclass(frozen=True)
