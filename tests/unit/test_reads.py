@@ -99,9 +99,7 @@ def test_pending_writes_read_back_in_task_path_order() -> None:
 
 def test_a_value_lost_to_eviction_is_checkpoint_lost_error() -> None:
     core = make_core()
-    driver = Driver(core).expect(
-        call("get_tuple", ResponseError("LOST unit:blob:{t1}::a:1 value"))
-    )
+    driver = Driver(core).expect(call("get_tuple", ResponseError("LOST unit:blob:{t1}::a:1 value")))
     with pytest.raises(CheckpointLostError) as raised:
         driver.run(core.get_tuple(config("t1")))
     driver.done()

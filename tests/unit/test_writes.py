@@ -56,10 +56,14 @@ def test_a_put_replying_reaping_reaps_the_thread_then_is_sent_again() -> None:
         (("unit:gc:{t1}",), ("unit", "{t1}", REAP_STEP)),
     ]
     first, again = driver.calls("put_checkpoint")
-    assert first.keys == again.keys == (
-        "unit:th:{t1}",
-        "unit:idx:{t1}:",
-        "unit:cp:{t1}::" + checkpoint_id(1),
+    assert (
+        first.keys
+        == again.keys
+        == (
+            "unit:th:{t1}",
+            "unit:idx:{t1}:",
+            "unit:cp:{t1}::" + checkpoint_id(1),
+        )
     )
     assert args_but_sweep(first) == args_but_sweep(again)
     assert driver.requests[0] == ScriptCall(
@@ -108,7 +112,9 @@ def test_put_writes_replying_reaping_is_sent_again_unchanged() -> None:
 def stored_first(core: Any, values: dict[str, Any]) -> tuple[Driver, PutCall]:
     """The thread's first checkpoint, stored: its put's call."""
     driver = Driver(core).expect(REGISTERED, call("put_checkpoint", 1))
-    driver.run(core.put(config("t1"), make_checkpoint(1, values), METADATA, dict.fromkeys(values, "1")))
+    driver.run(
+        core.put(config("t1"), make_checkpoint(1, values), METADATA, dict.fromkeys(values, "1"))
+    )
     driver.done()
     return driver, PutCall(driver.calls("put_checkpoint")[0])
 
@@ -136,9 +142,7 @@ def test_a_put_whose_base_is_gone_sends_the_value_in_full() -> None:
     assert stored.startswith(b"u:b:")  # stored as a base: with its mark
     longer = [*HISTORY, "one more"]
     second = make_checkpoint(2, {"messages": longer}, {"messages": "2"})
-    driver = Driver(core).expect(
-        call("put_checkpoint", [b"messages:1"]), call("put_checkpoint", 1)
-    )
+    driver = Driver(core).expect(call("put_checkpoint", [b"messages:1"]), call("put_checkpoint", 1))
     driver.run(core.put(config("t1", "", checkpoint_id(1)), second, METADATA, {"messages": "2"}))
     driver.done()
     against, in_full = (PutCall(c) for c in driver.calls("put_checkpoint"))
