@@ -90,19 +90,20 @@ T = TypeVar("T")
 
 def make_core(prefix: str = "unit", *, cluster: bool = False, **options: Any) -> SaverCore:
     """A SaverCore as a saver builds one (base.py's _setup, and _on_cluster on a cluster),
-    with LangGraph's default serializer; no client, no server."""
+    with LangGraph's default serializer unless ``serde`` is given; no client, no server."""
     fields: dict[str, Any] = {"compression": DEFAULT_LEVEL, **options}
     indexed = fields.pop("indexed", ("run_id",))
+    serde = fields.pop("serde", None) or JsonPlusSerializer()
     if cluster:
         return SaverCore(
             KeySchema(prefix),
-            JsonPlusSerializer(),
+            serde,
             indexed=(),
             global_index=False,
             cluster_lists=True,
             **fields,
         )
-    return SaverCore(KeySchema(prefix), JsonPlusSerializer(), indexed=indexed, **fields)
+    return SaverCore(KeySchema(prefix), serde, indexed=indexed, **fields)
 
 
 @dataclass(frozen=True)

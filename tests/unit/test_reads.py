@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from redis.exceptions import ResponseError
 
 from tests.unit.driver import (
@@ -57,7 +58,15 @@ def test_no_checkpoint_is_none_and_the_call_is_as_get_tuple_lua_reads_it() -> No
     assert request.args == ("unit", "{t1}", "sub", "", -1, 0)  # type: ignore[union-attr]
 
 
-def test_a_checkpoint_reads_back_as_it_was_put() -> None:
+ENCRYPTED = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"compression": None}, {"serde": ENCRYPTED}, {"keep_last": 1}],
+    ids=["compressed", "uncompressed", "encrypted", "keep_last_1"],
+)
+def test_a_checkpoint_reads_back_as_it_was_put(options: dict[str, Any]) -> None:
     values = {
         "text": "héllo",
         "count": 3,
@@ -67,7 +76,7 @@ def test_a_checkpoint_reads_back_as_it_was_put() -> None:
         "branch:to:node": None,  # a trigger channel: inside the record
         "messages": HISTORY,  # large: compressed, and a base
     }
-    core = make_core()
+    core = make_core(**options)
     record, _ = stored(core, 1, values, dict.fromkeys(values, "1"))
     assert record[2][record[6] - 1 :].startswith(b"2:")  # (large fields from `large` on)
     driver = Driver(core).expect(call("get_tuple", record))
@@ -79,6 +88,11 @@ def test_a_checkpoint_reads_back_as_it_was_put() -> None:
     assert tup.checkpoint == make_checkpoint(1, values, dict.fromkeys(values, "1"))
     assert tup.metadata == {"source": "loop", "step": 1, "run_id": "run-1"}
     assert tup.pending_writes == []
+    # a second saver with the same settings (no bases held) reads the same
+    reader = make_core(**options)
+    driver = Driver(reader).expect(call("get_tuple", record))
+    again = driver.run(reader.get_tuple(config("t1")))
+    assert again is not None and again.checkpoint == tup.checkpoint
 
 
 def test_pending_writes_read_back_in_task_path_order() -> None:
