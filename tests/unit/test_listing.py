@@ -287,3 +287,18 @@ def test_an_unregistered_store_registers_the_threads_by_value_index_first() -> N
     assert entered.args == ("building", THREADS_BY_VALUE.encode())
     assert driver.requests[1] == ScanKeys("unit:idx:*", SCAN_COUNT)
     assert core.registered == [True]
+
+
+def test_threads_by_value_being_built_are_not_used_every_thread_is_scanned_instead() -> None:
+    core, by_tag = candidate_store({"t1": [1, 3], "t2": [2]})
+    driver = Driver(core).expect(
+        call("list_thread_candidates", b"BUILDING"),
+        scan_page(None, [b"unit:th:{t1}", b"unit:th:{t2}", b"unit:th:{t1}"]),
+    )
+    driver.expect(each(None, lambda c: page_reply(by_tag[str(c.args[1])], c)))
+    out = driver.stream(core.list_checkpoints(None, filter={"user": "u"}))
+    driver.done()
+    # no limit: thread by thread, in SCAN's order, each thread once within a SCAN step
+    assert ids(out) == [checkpoint_id(n) for n in (3, 1, 2)]
+    pages = driver.requests[2].calls  # type: ignore[union-attr]
+    assert [(c.args[1], c.args[6]) for c in pages] == [("{t1}", FIRST_PAGE), ("{t2}", FIRST_PAGE)]

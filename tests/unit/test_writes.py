@@ -11,14 +11,17 @@ from tests.unit.driver import (
     LIST_MARGIN,
     REAP_STEP,
     REF_MARK,
+    SCAN_COUNT,
     THREADS_BY_VALUE,
     Driver,
     PutCall,
+    ScanKeys,
     ScriptCall,
     ScriptMismatch,
     batch,
     call,
     make_core,
+    scan_keys,
     score_arg,
 )
 from tests.unit.helpers import checkpoint_id, config, make_checkpoint
@@ -192,3 +195,29 @@ def test_a_request_out_of_script_names_the_one_that_came_and_the_one_expected() 
         "request #2: ScriptCall['put_checkpoint'] keys=['unit:th:{t1}', 'unit:idx:{t1}:', "
         f"'unit:cp:{{t1}}::{checkpoint_id(1)}'] came where ScriptCall['put_writes'] was expected"
     )
+
+
+@pytest.mark.parametrize(
+    ("stored_indexes", "state"), [([], "ready"), ([b"unit:idx:{t0}:"], "building")]
+)
+def test_the_first_put_registers_an_unregistered_index_ready_only_on_an_empty_store(
+    stored_indexes: list[bytes], state: str
+) -> None:
+    core = make_core()
+    missing = [b"run_id", THREADS_BY_VALUE.encode()]
+    driver = Driver(core).expect(
+        call("register_metadata_index", missing),
+        scan_keys(stored_indexes),
+        call("register_metadata_index", 2),
+        call("put_checkpoint", 1),
+    )
+    driver.run(core.put(config("t1"), make_checkpoint(1), METADATA, {}))
+    driver.done()
+    asked, entered = driver.calls("register_metadata_index")
+    assert asked.args == ("?", "run_id", THREADS_BY_VALUE)
+    assert entered.args == (state, *missing)
+    assert driver.requests[1] == ScanKeys("unit:idx:*", SCAN_COUNT)
+    # registered once per saver: the next put goes straight to its script
+    driver = Driver(core).expect(call("put_checkpoint", 1))
+    driver.run(core.put(config("t1", "", checkpoint_id(1)), make_checkpoint(2), METADATA, {}))
+    driver.done()
