@@ -302,3 +302,76 @@ def test_threads_by_value_being_built_are_not_used_every_thread_is_scanned_inste
     assert ids(out) == [checkpoint_id(n) for n in (3, 1, 2)]
     pages = driver.requests[2].calls  # type: ignore[union-attr]
     assert [(c.args[1], c.args[6]) for c in pages] == [("{t1}", FIRST_PAGE), ("{t2}", FIRST_PAGE)]
+
+
+def by_id(stores: dict[str, list[Any]], gone: frozenset[str] = frozenset()) -> Any:
+    """list_checkpoints.lua's reply to a call for one id (ARGV[5]): its record, or no record
+    when it is gone meanwhile."""
+
+    def reply(request: Any) -> list[Any]:
+        wanted = str(request.args[4]).encode()
+        found = [r for r in stores[str(request.args[1])] if r[1] == wanted]
+        return [None] if request.args[4] in gone else [None, *found]
+
+    return reply
+
+
+def heads(stores: dict[str, list[Any]]) -> Any:
+    return each(None, lambda c: page_reply(stores[str(c.args[1])], c))
+
+
+def test_every_thread_with_a_limit_chooses_the_ids_first_then_reads_those_records() -> None:
+    core = make_core()
+    stores = {
+        "{t1}": history(core, "t1", list(range(100, 115))),
+        "{t2}": history(core, "t2", [1, 2]),
+    }
+    driver = Driver(core).expect(
+        scan_page(None, [b"unit:th:{t1}", b"unit:th:{t2}"]),
+        heads(stores),  # each thread's newest FIRST_IDS ids
+        call("list_checkpoints", lambda r: page_reply(stores["{t1}"], r)),  # t1's next ids
+        each(None, by_id(stores)),  # the 12 records chosen
+    )
+    out = driver.stream(core.list_checkpoints(None, limit=12))
+    driver.done()
+    assert ids(out) == [checkpoint_id(n) for n in range(114, 102, -1)]
+    first_ids = driver.requests[1].calls  # type: ignore[union-attr]
+    assert [(c.args[1], c.args[5], c.args[6]) for c in first_ids] == [
+        ("{t1}", "", -10),
+        ("{t2}", "", -10),
+    ]
+    more = driver.requests[2]
+    assert (more.args[1], more.args[5], more.args[6]) == ("{t1}", checkpoint_id(105).encode(), -12)  # type: ignore[union-attr]
+    records = driver.requests[3].calls  # type: ignore[union-attr]
+    assert [(c.args[4], c.args[6]) for c in records] == [
+        (checkpoint_id(n), 1) for n in range(114, 102, -1)
+    ]
+
+
+def test_a_checkpoint_gone_between_choice_and_read_is_made_up_for_by_the_next() -> None:
+    core = make_core()
+    stores = {
+        "{t1}": history(core, "t1", [1, 4, 7]),
+        "{t2}": history(core, "t2", [2, 5, 8]),
+        "{t3}": history(core, "t3", [3, 6, 9]),
+    }
+    threads = [b"unit:th:{t1}", b"unit:th:{t2}", b"unit:th:{t3}"]
+    driver = Driver(core).expect(
+        scan_page(None, threads),
+        heads(stores),
+        each(None, by_id(stores, gone=frozenset({checkpoint_id(8)}))),
+        scan_page(None, threads),  # chosen again, after the last one chosen (7)
+        heads(stores),
+        # below "7\0" t1 gives 7 again (of equal ids, one of a later thread would come
+        # after the cut), which the cut leaves out: t1 is asked on
+        call("list_checkpoints", lambda r: page_reply(stores["{t1}"], r)),
+        call("list_checkpoints", by_id(stores)),
+    )
+    out = driver.stream(core.list_checkpoints(None, limit=3))
+    driver.done()
+    assert ids(out) == [checkpoint_id(n) for n in (9, 7, 6)]
+    again = driver.requests[4].calls  # type: ignore[union-attr]
+    assert {c.args[5] for c in again} == {checkpoint_id(7).encode() + b"\0"}
+    assert {c.args[6] for c in again} == {-1}
+    t1_on = driver.requests[5]
+    assert (t1_on.args[1], t1_on.args[5], t1_on.args[6]) == ("{t1}", checkpoint_id(7).encode(), -1)  # type: ignore[union-attr]
