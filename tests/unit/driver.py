@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.exceptions import ResponseError
 
@@ -178,19 +178,19 @@ class Driver:
     """Steps operations through a script of expected requests and their replies.
 
     ``requests``: every request the operations made, in order (the replies the script gave
-    them are in ``replies``)."""
+    them are in ``replies``); typed Any, as a test reads the fields of the kind it expects."""
 
     def __init__(self, core: SaverCore, script: Iterable[Expect] = ()) -> None:
         self.core = core
         self.script: deque[Expect] = deque(script)
-        self.requests: list[Request] = []
+        self.requests: list[Any] = []
         self.replies: list[Any] = []
 
     def expect(self, *steps: Expect) -> Driver:
         self.script.extend(steps)
         return self
 
-    def _reply(self, request: Any) -> Any:
+    def _reply(self, request: Request) -> Any:
         """The scripted reply to ``request`` (an exception: raised, translated as the
         transport translates a server's error reply)."""
         if not self.script:
@@ -203,7 +203,8 @@ class Driver:
             names = (request.name,)
         elif isinstance(request, Batch):
             names = tuple(c.name for c in request.calls)
-        if type(request) is not step.kind or (step.names is not None and names != step.names):
+        kind = type(request)  # (exactly: a NodeBatch is not taken for a Batch)
+        if kind is not step.kind or (step.names is not None and names != step.names):
             raise ScriptMismatch(
                 f"request #{len(self.requests) + 1}: {describe(request)} came where "
                 f"{step.describe()} was expected"
@@ -282,7 +283,7 @@ def stored_record(
     core: SaverCore,
     parent_config: Any,
     checkpoint: Any,
-    metadata: dict[str, Any],
+    metadata: CheckpointMetadata,
     blobs: dict[str, bytes] | None = None,
 ) -> list[Any]:
     """The reply of a read of ``checkpoint`` once put after ``parent_config`` (every channel
@@ -301,7 +302,8 @@ def stored_record(
 def page_reply(records: Sequence[list[Any]], request: ScriptCall) -> list[Any]:
     """list_checkpoints.lua's reply over ``records`` (newest first) to ``request``: those
     below its ``before`` (ARGV[6]), a page (ARGV[7]) of them, and the cursor, the last id
-    given, or nil when none is left; a negative page: heads ({ns, id}) only."""
+    given, or nil when none is left; a negative page: heads ({ns, id}) only. The filter and
+    only-id arguments are not applied: a test passes the records that match them."""
     before_arg, size = request.args[5], int(request.args[6])
     before = before_arg if isinstance(before_arg, bytes) else str(before_arg).encode()
     below = [r for r in records if not before or r[1] < before]
@@ -367,7 +369,7 @@ class PutCall:
     @property
     def metadata_triples(self) -> list[tuple[str, str, str]]:
         meta = self._groups()[0]
-        return [tuple(meta[i : i + 3]) for i in range(0, len(meta), 3)]  # type: ignore[misc]
+        return [tuple(meta[i : i + 3]) for i in range(0, len(meta), 3)]
 
     @property
     def blobs(self) -> dict[str, bytes]:

@@ -79,11 +79,11 @@ def test_a_thread_is_read_a_page_at_a_time_up_to_the_limit(
     driver.done()
     wanted = len(LONG) if limit is None else limit
     assert ids(out) == [checkpoint_id(n) for n in range(250, 250 - wanted, -1)]
-    asked = [(r.args[5], r.args[6]) for r in driver.requests]  # type: ignore[union-attr]
+    asked = [(r.args[5], r.args[6]) for r in driver.requests]
     assert asked == [(b if not b else b.encode(), size) for b, size in pages]
     first = driver.requests[0]
-    assert first.keys == ("unit:th:{t1}",)  # type: ignore[union-attr]
-    assert first.args == ("unit", "{t1}", "0", "", "", "", pages[0][1], LIST_SCAN_BUDGET, 0)  # type: ignore[union-attr]
+    assert first.keys == ("unit:th:{t1}",)
+    assert first.args == ("unit", "{t1}", "0", "", "", "", pages[0][1], LIST_SCAN_BUDGET, 0)
 
 
 def test_a_page_the_filter_emptied_is_followed_by_the_next() -> None:
@@ -96,8 +96,8 @@ def test_a_page_the_filter_emptied_is_followed_by_the_next() -> None:
     driver.done()
     assert ids(out) == [checkpoint_id(3), checkpoint_id(2)]
     first, then = driver.requests
-    assert first.args[5:] == ("", 2, LIST_SCAN_BUDGET, 1, "m:user", '"u"')  # type: ignore[union-attr]
-    assert then.args[5:7] == (checkpoint_id(9).encode(), 2)  # type: ignore[union-attr]
+    assert first.args[5:] == ("", 2, LIST_SCAN_BUDGET, 1, "m:user", '"u"')
+    assert then.args[5:7] == (checkpoint_id(9).encode(), 2)
 
 
 def test_before_is_the_first_cursor() -> None:
@@ -106,7 +106,7 @@ def test_before_is_the_first_cursor() -> None:
     before = config("t1", "", checkpoint_id(3))
     out = driver.stream(driver.core.list_checkpoints(config("t1"), before=before))
     assert ids(out) == [checkpoint_id(2), checkpoint_id(1)]
-    assert driver.requests[0].args[5] == checkpoint_id(3)  # type: ignore[union-attr]
+    assert driver.requests[0].args[5] == checkpoint_id(3)
 
 
 def test_a_thread_with_more_namespaces_than_one_call_merges_is_merged_by_the_client() -> None:
@@ -130,8 +130,8 @@ def test_a_thread_with_more_namespaces_than_one_call_merges_is_merged_by_the_cli
     driver.done()
     assert ids(out) == [checkpoint_id(n) for n in (6, 5, 4, 3, 2)]
     first = driver.requests[0]
-    assert first.args[2:4] == ("1", str(NAMESPACE_CHUNK))  # type: ignore[union-attr]
-    chunk_calls = driver.requests[1].calls  # type: ignore[union-attr]
+    assert first.args[2:4] == ("1", str(NAMESPACE_CHUNK))
+    chunk_calls = driver.requests[1].calls
     assert [c.args[2] for c in chunk_calls] == ["2", "2"]
     assert [len(c.args[9:]) for c in chunk_calls] == [NAMESPACE_CHUNK, 1]
     assert list(chunk_calls[0].args[9:]) == namespaces[:NAMESPACE_CHUNK]  # in byte order
@@ -160,8 +160,8 @@ def test_an_index_being_built_is_not_used_every_thread_is_scanned_instead() -> N
     assert ids(out) == [checkpoint_id(n) for n in (6, 5, 4, 3, 2, 1, 8, 7)]
     assert [t.config["configurable"]["thread_id"] for t in out] == ["t1"] * 6 + ["t2"] * 2
     indexed = driver.requests[0]
-    assert indexed.keys == ("unit:mi:run_id:%22r1%22",)  # type: ignore[union-attr]
-    assert indexed.args == (  # type: ignore[union-attr]
+    assert indexed.keys == ("unit:mi:run_id:%22r1%22",)
+    assert indexed.args == (
         "unit",
         "",
         LIST_PAGE,
@@ -174,8 +174,8 @@ def test_an_index_being_built_is_not_used_every_thread_is_scanned_instead() -> N
     scans = [r for r in driver.requests if isinstance(r, ScanPage)]
     assert scans == [ScanPage("unit:th:*", "", SCAN_COUNT), ScanPage("unit:th:*", "17", SCAN_COUNT)]
     t1_first, t1_rest = driver.requests[2:4]
-    assert t1_first.args[2:7] == ("1", str(NAMESPACE_CHUNK), "", "", FIRST_PAGE)  # type: ignore[union-attr]
-    assert t1_rest.args[5:7] == (checkpoint_id(3).encode(), LIST_PAGE)  # type: ignore[union-attr]
+    assert t1_first.args[2:7] == ("1", str(NAMESPACE_CHUNK), "", "", FIRST_PAGE)
+    assert t1_rest.args[5:7] == (checkpoint_id(3).encode(), LIST_PAGE)
 
 
 def test_a_ready_index_lists_every_thread_from_one_page() -> None:
@@ -196,7 +196,7 @@ def test_a_ready_index_lists_every_thread_from_one_page() -> None:
         ("t2", checkpoint_id(2)),
         ("t1", checkpoint_id(1)),
     ]
-    assert driver.requests[0].args[2] == 10  # type: ignore[union-attr]
+    assert driver.requests[0].args[2] == 10
 
 
 def candidate_store(numbers: dict[str, list[int]]) -> tuple[SaverCore, dict[str, list[Any]]]:
@@ -246,9 +246,9 @@ def test_threads_by_value_are_merged_newest_first(
         f"t{(n - 1) % 3 + 1}" for n in wanted
     ]
     candidates = driver.requests[0]
-    assert candidates.keys == ("unit:tm:user:%22u%22",)  # type: ignore[union-attr]
-    assert candidates.args == ("unit", b"inf", 10_000, 0, "")  # type: ignore[union-attr]
-    pages = driver.requests[1].calls  # type: ignore[union-attr]
+    assert candidates.keys == ("unit:tm:user:%22u%22",)
+    assert candidates.args == ("unit", b"inf", 10_000, 0, "")
+    pages = driver.requests[1].calls
     assert [c.args[1] for c in pages] == ["{t3}", "{t2}", "{t1}"]  # by score
     expected_before = checkpoint_id(before) if before else ""
     assert {(c.args[2], c.args[5], c.args[6]) for c in pages} == {
@@ -300,7 +300,7 @@ def test_threads_by_value_being_built_are_not_used_every_thread_is_scanned_inste
     driver.done()
     # no limit: thread by thread, in SCAN's order, each thread once within a SCAN step
     assert ids(out) == [checkpoint_id(n) for n in (3, 1, 2)]
-    pages = driver.requests[2].calls  # type: ignore[union-attr]
+    pages = driver.requests[2].calls
     assert [(c.args[1], c.args[6]) for c in pages] == [("{t1}", FIRST_PAGE), ("{t2}", FIRST_PAGE)]
 
 
@@ -335,14 +335,14 @@ def test_every_thread_with_a_limit_chooses_the_ids_first_then_reads_those_record
     out = driver.stream(core.list_checkpoints(None, limit=12))
     driver.done()
     assert ids(out) == [checkpoint_id(n) for n in range(114, 102, -1)]
-    first_ids = driver.requests[1].calls  # type: ignore[union-attr]
+    first_ids = driver.requests[1].calls
     assert [(c.args[1], c.args[5], c.args[6]) for c in first_ids] == [
         ("{t1}", "", -10),
         ("{t2}", "", -10),
     ]
     more = driver.requests[2]
-    assert (more.args[1], more.args[5], more.args[6]) == ("{t1}", checkpoint_id(105).encode(), -12)  # type: ignore[union-attr]
-    records = driver.requests[3].calls  # type: ignore[union-attr]
+    assert (more.args[1], more.args[5], more.args[6]) == ("{t1}", checkpoint_id(105).encode(), -12)
+    records = driver.requests[3].calls
     assert [(c.args[4], c.args[6]) for c in records] == [
         (checkpoint_id(n), 1) for n in range(114, 102, -1)
     ]
@@ -370,8 +370,8 @@ def test_a_checkpoint_gone_between_choice_and_read_is_made_up_for_by_the_next() 
     out = driver.stream(core.list_checkpoints(None, limit=3))
     driver.done()
     assert ids(out) == [checkpoint_id(n) for n in (9, 7, 6)]
-    again = driver.requests[4].calls  # type: ignore[union-attr]
+    again = driver.requests[4].calls
     assert {c.args[5] for c in again} == {checkpoint_id(7).encode() + b"\0"}
     assert {c.args[6] for c in again} == {-1}
     t1_on = driver.requests[5]
-    assert (t1_on.args[1], t1_on.args[5], t1_on.args[6]) == ("{t1}", checkpoint_id(7).encode(), -1)  # type: ignore[union-attr]
+    assert (t1_on.args[1], t1_on.args[5], t1_on.args[6]) == ("{t1}", checkpoint_id(7).encode(), -1)

@@ -54,8 +54,8 @@ def test_no_checkpoint_is_none_and_the_call_is_as_get_tuple_lua_reads_it() -> No
     assert driver.run(core.get_tuple(config("t1", "sub"))) is None
     driver.done()
     (request,) = driver.requests
-    assert request.keys == ("unit:idx:{t1}:sub",)  # type: ignore[union-attr]
-    assert request.args == ("unit", "{t1}", "sub", "", -1, 0)  # type: ignore[union-attr]
+    assert request.keys == ("unit:idx:{t1}:sub",)
+    assert request.args == ("unit", "{t1}", "sub", "", -1, 0)
 
 
 ENCRYPTED = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
@@ -102,7 +102,7 @@ def test_pending_writes_read_back_in_task_path_order() -> None:
     for task, path, writes in (("task-b", "~2", [("x", 1)]), ("task-a", "~1", [("y", [2])])):
         driver = Driver(core).expect(call("put_writes", 1))
         driver.run(core.put_writes(config("t1", "", checkpoint_id(1)), writes, task, path))
-        args = driver.requests[0].args  # type: ignore[union-attr]
+        args = driver.requests[0].args
         write_fields += [str(args[6]).encode(), bytes(args[7])]
     record[4] = write_fields  # (the writes hash: written before the record, say)
     driver = Driver(core).expect(call("get_tuple", record))
@@ -135,7 +135,7 @@ def test_a_base_the_client_holds_is_named_and_not_sent_back() -> None:
     driver = Driver(reader).expect(call("get_tuple", held_record))
     tup = driver.run(reader.get_tuple(config("t1")))
     driver.done()
-    assert driver.requests[0].args[5:] == (1, b"messages:1", base.mark)  # type: ignore[union-attr]
+    assert driver.requests[0].args[5:] == (1, b"messages:1", base.mark)
     assert tup is not None and tup.checkpoint["channel_values"] == {"messages": HISTORY}
 
 

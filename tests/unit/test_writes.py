@@ -175,7 +175,7 @@ def test_a_cluster_put_replying_index_enters_the_lists_then_is_sent_again_with_t
     )
     driver.run(core.put(config("t1"), make_checkpoint(1, {"a": "x"}), METADATA, {"a": "1"}))
     driver.done()
-    enter, registry = driver.requests[2].calls  # type: ignore[attr-defined]
+    enter, registry = driver.requests[2].calls
     bound = score_arg(544258256797702 + LIST_MARGIN)
     assert (enter.keys, enter.args) == (("unit:tm:source:%22loop%22",), ("{t1}inc7", bound))
     assert registry.args[0] == "enter" and list(registry.args[2:]) == [bound, "source:%22loop%22"]
