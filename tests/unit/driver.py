@@ -24,16 +24,10 @@ from langgraph.checkpoint.base import CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from redis.exceptions import ResponseError
 
-from langgraph.checkpoint.rediskv.bulk import REAP_STEP
 from langgraph.checkpoint.rediskv.compression import DEFAULT_LEVEL, REF_MARK
 from langgraph.checkpoint.rediskv.core import (
-    BATCH_SIZE,
-    FIRST_PAGE,
-    LIST_PAGE,
-    LIST_SCAN_BUDGET,
-    NAMESPACE_CHUNK,
-    SCAN_COUNT,
     Batch,
+    Limits,
     NodeBatch,
     Op,
     Request,
@@ -43,12 +37,22 @@ from langgraph.checkpoint.rediskv.core import (
     ScriptCall,
     ServerFullError,
     Stream,
-    explain_response_error,
     id_score,
 )
+from langgraph.checkpoint.rediskv.core.cluster_lists import LIST_MARGIN, score_arg
 from langgraph.checkpoint.rediskv.eviction import CheckpointLostError
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema, encode_part, pack_fields
-from langgraph.checkpoint.rediskv.lists import LIST_MARGIN, score_arg
+from langgraph.checkpoint.rediskv.transport_support import explain_response_error
+
+# the default limits the operations go by (core.limits.Limits), under the names the tests use
+_LIMITS = Limits()
+BATCH_SIZE = _LIMITS.batch_size
+FIRST_PAGE = _LIMITS.first_page
+LIST_PAGE = _LIMITS.list_page
+LIST_SCAN_BUDGET = _LIMITS.list_scan_budget
+NAMESPACE_CHUNK = _LIMITS.namespace_chunk
+REAP_STEP = _LIMITS.reap_step
+SCAN_COUNT = _LIMITS.scan_count
 
 __all__ = [
     "BATCH_SIZE",
