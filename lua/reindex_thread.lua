@@ -69,19 +69,28 @@ for _, ns in ipairs(namespaces) do
           have[suffix] = true
           added = added + 1
         end
+        -- an entry the record lists is written again when its index lost it (an eviction
+        -- took the index, or the thread's K.values): nothing else would ever rebuild it
+        local member = K.member(ns, id)
+        local function thread_entered(suffix)  -- both entries index_thread writes are there
+          local score = redis.call("ZSCORE", K.threads_with(suffix), K.tag)
+          return score and tonumber(score) >= id_score(id)
+            and redis.call("SISMEMBER", K.values, suffix) == 1
+        end
         for name, canonical in pairs(rec) do
           if string.sub(name, 1, 2) == "m:" then
             local indexed, by_value = metadata_entries(string.sub(name, 3), canonical, registered)
-            if indexed and not have[indexed] then
-              local index = K.metadata_index(indexed)
+            local index = indexed and K.metadata_index(indexed)
+            if indexed and not (have[indexed] and redis.call("ZSCORE", index, member)) then
               local created = redis.call("EXISTS", index) == 0
-              redis.call("ZADD", index, 0, K.member(ns, id))
+              redis.call("ZADD", index, 0, member)
               keep_alive(index, life, created)
-              add(indexed)
+              if have[indexed] then added = added + 1 else add(indexed) end
             end
-            if by_value and not have[by_value] then
-              index_thread(K, by_value_suffix(by_value), id, life)
-              add(by_value)
+            local suffix = by_value and by_value_suffix(by_value)
+            if by_value and not (have[by_value] and thread_entered(suffix)) then
+              index_thread(K, suffix, id, life)
+              if have[by_value] then added = added + 1 else add(by_value) end
             end
           end
         end

@@ -5,6 +5,7 @@ spread of threads over the nodes and a node restart mid-run."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from .conftest import (
 )
 from .test_conformance import test_conformance_all_capabilities  # noqa: F401
 from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
+from .test_eviction import policy_warning
 from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
 from .test_security import CLUSTER_COMMANDS, SAVER_COMMANDS
 from .test_ttl import build_chat, expected_messages, turn
@@ -529,7 +531,9 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix_on_a_cluster(
         assert sorted(set(threads)) == ["async", "copyFalse", "copyTrue", "tFalse"]
         denied = [entry["object"] for admin in admins for entry in admin.acl_log(100)
                   if entry.get("username") == user]  # fmt: skip
-        assert set(denied) == {"other:secret"}  # (the two reads above, nothing else)
+        # the two reads above, and the eviction check each saver makes of each primary at its
+        # first call (CONFIG GET maxmemory*: denied, so no warning); nothing else
+        assert set(denied) == {"other:secret", "config|get"}
     finally:
         for admin in admins:
             admin.acl_deluser(user)
@@ -608,3 +612,43 @@ def test_a_cluster_that_is_down_is_unavailable(tmp_path: Path) -> None:
             loop.close()
     finally:
         cluster.stop()
+
+
+@pytest.mark.parametrize("saver_class", [RedisSaver, AsyncRedisSaver])
+def test_a_cluster_saver_warns_once_when_a_primary_can_evict_its_keys(
+    server_url: str,
+    local_cluster: LocalCluster,
+    saver_class: type[RedisSaver] | type[AsyncRedisSaver],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # one primary of three evicts under volatile-lru: the saver asks each primary, once
+    node = redis.Redis.from_url(local_cluster.nodes[2].url)
+    node.config_set("maxmemory", "512mb")
+    node.config_set("maxmemory-policy", "volatile-lru")
+    try:
+        with caplog.at_level(logging.WARNING, logger="langgraph.checkpoint.rediskv.eviction"):
+            ttl = {"default_ttl": 60}
+            prefix = new_prefix()
+            if saver_class is RedisSaver:
+                with RedisSaver(server_url, cluster=True, prefix=prefix, ttl=ttl) as saver:
+                    for step in range(3):
+                        put_and_read(saver, "t", step)
+            else:
+
+                async def turns() -> None:
+                    async with AsyncRedisSaver.from_conn_string(
+                        server_url, cluster=True, prefix=prefix, ttl=ttl
+                    ) as saver:
+                        for step in range(3):
+                            checkpoint = make_checkpoint({"v": step}, {"v": step + 1})
+                            await saver.aput(cfg("t"), checkpoint, {"step": step}, {"v": step + 1})
+                            assert await saver.aget_tuple(cfg("t")) is not None
+
+                asyncio.run(turns())
+        assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+            (logging.WARNING, policy_warning("volatile-lru", keys_expire=True))
+        ]
+    finally:
+        node.config_set("maxmemory", "0")
+        node.config_set("maxmemory-policy", "noeviction")
+        node.close()

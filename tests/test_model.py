@@ -24,8 +24,9 @@ Rules (each a hypothesis ``@rule``):
   None. Without a limit the listing comes thread by thread (each thread's checkpoints newest
   first), but from a metadata index (newest first); with one, the newest of all.
 - ``evict``: one key of a thread unlinked, as a server's eviction does; reads of the thread
-  return what the model holds or raise CheckpointLostError, and a delete and the cleanup pass
-  (``remove_orphans``, what ``rediskv doctor --repair`` runs) leave no key of it.
+  return what the model holds or raise CheckpointLostError (with
+  ``on_lost_checkpoint="fall_back"`` also an older checkpoint, whole), and a delete and the
+  cleanup pass (``remove_orphans``, what ``rediskv doctor --repair`` runs) leave no key of it.
 - ``delete_thread``, ``delete_for_runs``, ``copy_thread`` (to a fresh thread or onto an existing
   one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
   ``set_thread_ttl``.
@@ -245,6 +246,8 @@ class SaverMachine(RuleBasedStateMachine):
         self.saver = self.new_saver()
         # reads by id without refreshing anything, to settle what the model is unsure of
         self.prober = self.new_saver()
+        # the prober with the opt-in fallback of a latest checkpoint that lost a value
+        self.fall_back = self.new_saver(on_lost_checkpoint="fall_back")
         self.threads: dict[str, Thread] = {t: Thread(t) for t in BASE_THREADS}
         self.copies = 0
         self.bursts = 0
@@ -257,6 +260,7 @@ class SaverMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.saver.close()
         self.prober.close()
+        self.fall_back.close()
         keys = list(self.client.scan_iter(match=f"{self.prefix}:*", count=1000))
         for start in range(0, len(keys), 1000):
             self.client.unlink(*keys[start : start + 1000])
@@ -833,10 +837,12 @@ class SaverMachine(RuleBasedStateMachine):
         self.client.unlink(keys[which % len(keys)])
         for ns in NAMESPACES:
             config = {"configurable": {"thread_id": th.id, "checkpoint_ns": ns}}
-            for read in ("get_tuple", "list"):
+            # fall_back: an older checkpoint equal to the model's, or the error; never partial
+            for read in ("get_tuple", "fall_back", "list"):
                 try:
-                    if read == "get_tuple":
-                        latest = self.prober.get_tuple(config)
+                    if read in ("get_tuple", "fall_back"):
+                        reader = self.prober if read == "get_tuple" else self.fall_back
+                        latest = reader.get_tuple(config)
                         got = [latest] if latest is not None else []
                     else:
                         got = list(self.prober.list(config))

@@ -261,7 +261,8 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         "--repair",
         action="store_true",
         help="remove the keys no index leads to that never expire (what an eviction leaves "
-        "of a checkpoint or a thread), then report what remains",
+        "of a checkpoint or a thread), write again the index entries an eviction took (as "
+        "reindex does), then report what remains",
     )
     migrate = add(
         "migrate",

@@ -112,6 +112,7 @@ class AsyncRedisSaver(RedisSaverBase):
         auto_pipeline: bool = True,
         compression: bool | int = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
         functions: bool = True,
         wait_for_replicas: int = 0,
         wait_timeout: float = 0.1,
@@ -139,6 +140,7 @@ class AsyncRedisSaver(RedisSaverBase):
             index_metadata,
             compression,
             keep_last,
+            on_lost_checkpoint,
         )
         if connect_url is not None:
             options: dict[str, Any] = {
@@ -174,6 +176,7 @@ class AsyncRedisSaver(RedisSaverBase):
         self._node_locks: dict[str, asyncio.Lock] = {}  # (on a cluster, one per primary)
         self._library = FunctionLibrary(functions)
         self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+        self._thread_ttl_checked = False  # (its set_thread_ttl warning, the same)
         self._loop: asyncio.AbstractEventLoop | None = None
         # redis-py's async cluster client fails with MaxConnectionsError past max_connections
         # on a node; callers wait at this gate instead, as they do at a blocking pool.
@@ -503,9 +506,6 @@ class AsyncRedisSaver(RedisSaverBase):
     async def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
-        if not self._policy_checked:  # once per saver, at its first call
-            self._policy_checked = True
-            await acheck_policy_once(self._client, self._core.ttl is not None)
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -589,6 +589,9 @@ class AsyncRedisSaver(RedisSaverBase):
         return self._max_bulk
 
     async def _send_now(self, request: Request) -> Any:
+        if not self._policy_checked:  # once per saver, at its first call (each primary)
+            self._policy_checked = True
+            await acheck_policy_once(self._client, self._core.ttl is not None)
         large = largest_arg(request) > MIN_BULK_LIMIT
         if large:
             refuse_oversized(request, await self._bulk_limit())
@@ -736,6 +739,10 @@ class AsyncRedisSaver(RedisSaverBase):
 
     # -- per-thread expiry (see RedisSaver.set_thread_ttl) -----------------------------------
     async def aset_thread_ttl(self, thread_id: str, ttl: float | timedelta) -> None:
+        if self._core.ttl is None and not self._thread_ttl_checked:
+            # the thread's keys now expire, so a volatile-* policy can evict them
+            self._thread_ttl_checked = True
+            await acheck_policy_once(self._client, True, volatile_only=True)
         await self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))
 
     async def apin_thread(self, thread_id: str) -> None:

@@ -27,7 +27,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from .compression import compression_level
 from .core import Request, SaverCore, ScriptCall, explain_response_error
 from .keys import KeySchema, tag_of
-from .settings import parse_keep_last, parse_ttl, redact_url, resolve_url
+from .settings import parse_keep_last, parse_on_lost_checkpoint, parse_ttl, redact_url, resolve_url
 
 # Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
 # free connection (up to POOL_TIMEOUT seconds) instead of failing with "Too many connections".
@@ -76,6 +76,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         index_metadata: Iterable[str],
         compression: Any = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
     ) -> str | None:
         """Validate the settings; returns the URL to connect to when no client was given."""
         super().__init__(serde=serde)
@@ -90,6 +91,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             tuple(dict.fromkeys(index_metadata)),
             compression=compression_level(compression),
             keep_last=parse_keep_last(keep_last),
+            on_lost_checkpoint=parse_on_lost_checkpoint(on_lost_checkpoint),
         )
         self._owns_client = client is None
         if client is not None:

@@ -26,6 +26,16 @@ EXPIRING_ORPHAN = "key not reachable from any index, expiring"
 # record may list it (a layout another release reads, or one cut short with its bv whole), so
 # it is not an orphan to remove (remove_orphans); it goes with the record (delete_thread)
 UNREADABLE_BLOB = "blob that only an unreadable record may reference"
+# Index entries a record lists that its indexes lost (an eviction took the index, or the
+# thread's own threads-by-value set): reindex_metadata writes them again from the records.
+LOST_INDEX_ENTRIES = frozenset(
+    {
+        "checkpoint without its metadata index entry",
+        "thread missing from a threads-by-value index",
+        "threads-by-value index scores the thread below a checkpoint",
+        "threads-by-value index missing from the thread's values",
+    }
+)
 # keys examined per check_thread call (about 10 ms of server time)
 CHECK_STEP = 1000
 

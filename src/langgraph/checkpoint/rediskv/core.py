@@ -52,7 +52,7 @@ from .compression import (
     with_base_mark,
     with_compression,
 )
-from .eviction import CheckpointLostError
+from .eviction import CheckpointLostError, warn_of_fall_back
 from .keys import (
     THREADS_BY_VALUE,
     KeySchema,
@@ -122,6 +122,9 @@ SCAN_COUNT = 1000
 BATCH_SIZE = 500
 # checkpoints a reindex_thread call visits at most
 REINDEX_STEP = 500
+# on_lost_checkpoint="fall_back": checkpoint ids listed per call while looking for the newest
+# complete one
+FALL_BACK_PAGE = 50
 # proto-max-bulk-len cannot be set below 1 MB, and is 512 MB unless set: only calls with an
 # argument longer than the first need a look at the server's limit.
 MIN_BULK_LIMIT = 1 << 20
@@ -398,6 +401,9 @@ class SaverCore:
     compression: int | None = DEFAULT_LEVEL
     # keep only the newest this many checkpoints per namespace (0: all), see lua/include/trim.lua
     keep_last: int = 0
+    # "fall_back": get_tuple of the latest checkpoint that lost a value answers the newest
+    # one still complete (README, Eviction); "raise": CheckpointLostError
+    on_lost_checkpoint: str = "raise"
     # the bases channel values are compressed against (mutable on purpose: a per-saver cache)
     bases: BaseCache = dataclasses.field(default_factory=BaseCache)
     # the bases of the values read lately, by their stored bytes (see _base)
@@ -854,19 +860,61 @@ class SaverCore:
         held_args: list[Arg] = [len(held)]
         for ref, base in held.items():
             held_args += [ref, base.mark]
-        record = yield ScriptCall(
-            "get_tuple",
-            (self.keys.index(tag, ns),),
-            (
-                self.keys.prefix,
-                tag,
-                ns_enc,
-                get_checkpoint_id(config) or "",
-                self.read_ttl_seconds,
-                *held_args,
-            ),
-        )
+        try:
+            record = yield ScriptCall(
+                "get_tuple",
+                (self.keys.index(tag, ns),),
+                (
+                    self.keys.prefix,
+                    tag,
+                    ns_enc,
+                    get_checkpoint_id(config) or "",
+                    self.read_ttl_seconds,
+                    *held_args,
+                ),
+            )
+        except CheckpointLostError as lost:
+            # (only where the read already failed: the hot path is unchanged)
+            if self.on_lost_checkpoint != "fall_back" or lost.what != "value":
+                raise
+            if get_checkpoint_id(config):
+                raise  # a checkpoint asked for by id is that one or none
+            return (yield from self._newest_complete(thread_id, ns, lost))
         return self.decode_record(thread_id, record, warm=True, held=held) if record else None
+
+    def _newest_complete(
+        self, thread_id: str, ns: str, lost: CheckpointLostError
+    ) -> Op[CheckpointTuple | None]:
+        """on_lost_checkpoint="fall_back": the newest checkpoint of the namespace that is
+        still complete, read by its id (ids newest first, without their values), and one
+        warning; ``lost`` again when none is."""
+        lost_id: str | None = None
+        before: Arg = ""
+        while True:
+            reply = yield self._list_call(thread_id, ns, "", before, -FALL_BACK_PAGE, (0,))
+            for entry in reply[1:]:
+                checkpoint_id = entry[1].decode()
+                config = {
+                    "configurable": {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": ns,
+                        "checkpoint_id": checkpoint_id,
+                    }
+                }
+                try:
+                    found = yield from self.get_tuple(config)  # type: ignore[arg-type]
+                except CheckpointLostError as again:
+                    if again.what != "value":
+                        raise
+                    lost_id = lost_id or checkpoint_id
+                    continue
+                if found is not None:
+                    if lost_id is not None:  # (else a newer complete one came meanwhile)
+                        warn_of_fall_back(thread_id, ns, lost_id, lost.key, checkpoint_id)
+                    return found
+            if reply[0] is None:
+                raise lost
+            before = reply[0]
 
     def _list_call(
         self,
@@ -1092,7 +1140,8 @@ class SaverCore:
     def reindex_metadata(self) -> Op[int]:
         """Add every stored checkpoint to the global metadata indexes of every registered key
         (the saver's own and other savers'), thread by thread in bounded steps, then mark the
-        keys that were "building" as "ready". Returns the number of index entries added."""
+        keys that were "building" as "ready"; entries a record lists that its index lost (an
+        eviction) are written again. Returns the number of index entries added."""
         if not (self.global_index or self.cluster_lists):
             return 0
         yield from self.register_metadata_index()

@@ -8,7 +8,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +37,22 @@ class CheckpointLostError(LookupError):
         )
 
 
+def warn_of_fall_back(thread_id: str, ns: str, lost_id: str, key: str, returned_id: str) -> None:
+    """The warning of on_lost_checkpoint="fall_back": what was lost, and what was returned
+    instead of it."""
+    logger.warning(
+        "thread %r lost a value (%s) of its latest checkpoint %s in namespace %r, most likely "
+        "to the server's eviction; on_lost_checkpoint='fall_back' returned the newest "
+        "complete checkpoint, %s, and the turns after it are lost; to prevent it %s",
+        thread_id,
+        key,
+        lost_id,
+        ns,
+        returned_id,
+        FIX,
+    )
+
+
 def eviction_risk(policy: str, keys_expire: bool) -> str | None:
     """Why ``policy`` can evict keys of the saver's threads (``keys_expire``: some carry an
     expiry, a ttl or a pinned thread), or None when it cannot."""
@@ -48,11 +66,14 @@ def eviction_risk(policy: str, keys_expire: bool) -> str | None:
     return None
 
 
-def warn_of_policy(config: dict[str, Any], keys_expire: bool) -> None:
+def warn_of_policy(config: dict[str, Any], keys_expire: bool, volatile_only: bool = False) -> bool:
     """Log the start-up warning when the server's maxmemory settings (CONFIG GET
-    maxmemory*) can evict the saver's keys."""
+    maxmemory*) can evict the saver's keys (``volatile_only``: only for a ``volatile-*``
+    policy). Whether it did."""
     policy = str(config.get("maxmemory-policy", "noeviction"))
     risk = eviction_risk(policy, keys_expire)
+    if volatile_only and not policy.startswith("volatile-"):
+        return False
     if risk and int(config.get("maxmemory", 0) or 0) > 0:
         logger.warning(
             "%s: under memory pressure the server drops keys of threads, whose reads then "
@@ -60,25 +81,55 @@ def warn_of_policy(config: dict[str, Any], keys_expire: bool) -> None:
             risk,
             FIX,
         )
+        return True
+    return False
 
 
-def check_policy_once(client: Any, keys_expire: bool) -> None:
-    """The start-up warning of a standalone saver: one CONFIG GET, nothing when it is
-    refused (managed services may deny CONFIG) or fails."""
+# On a cluster, CONFIG GET asks each primary (every node holds part of the saver's keys).
+PRIMARIES = "primaries"
+
+
+def _is_cluster(client: Any) -> bool:
+    return isinstance(client, (RedisCluster, AsyncRedisCluster))
+
+
+def _per_node(reply: dict[Any, Any]) -> list[dict[str, Any]]:
+    """The configs of a CONFIG GET: one per node when a cluster client asked several."""
+    if reply and all(isinstance(config, dict) for config in reply.values()):
+        return list(reply.values())
+    return [reply]
+
+
+def _warn_of_configs(replies: list[dict[str, Any]], keys_expire: bool, volatile_only: bool) -> None:
+    for config in replies:  # (one warning, however many primaries evict)
+        if warn_of_policy(config, keys_expire, volatile_only):
+            return
+
+
+def check_policy_once(client: Any, keys_expire: bool, volatile_only: bool = False) -> None:
+    """The warning of a saver at its first call (or, ``volatile_only``, at the first
+    set_thread_ttl of a saver without a ttl): one CONFIG GET, of each primary on a cluster;
+    nothing when it is refused (managed services may deny CONFIG) or fails."""
     try:
-        config = client.config_get("maxmemory*")
-    except RedisError:
+        if _is_cluster(client):
+            replies = _per_node(client.config_get("maxmemory*", target_nodes=PRIMARIES))
+        else:
+            replies = [client.config_get("maxmemory*")]
+    except (RedisError, RedisClusterException):
         return
-    warn_of_policy(config, keys_expire)
+    _warn_of_configs(replies, keys_expire, volatile_only)
 
 
-async def acheck_policy_once(client: Any, keys_expire: bool) -> None:
+async def acheck_policy_once(client: Any, keys_expire: bool, volatile_only: bool = False) -> None:
     """check_policy_once for an asyncio client."""
     try:
-        config = await client.config_get("maxmemory*")
-    except RedisError:
+        if _is_cluster(client):
+            replies = _per_node(await client.config_get("maxmemory*", target_nodes=PRIMARIES))
+        else:
+            replies = [await client.config_get("maxmemory*")]
+    except (RedisError, RedisClusterException):
         return
-    warn_of_policy(config, keys_expire)
+    _warn_of_configs(replies, keys_expire, volatile_only)
 
 
 def remove_orphans(client: Any, problems: Iterable[Any], expiring: bool = False) -> list[str]:

@@ -98,6 +98,19 @@ def parse_keep_last(keep_last: Any) -> int:
     )
 
 
+ON_LOST_CHECKPOINT = ("raise", "fall_back")
+
+
+def parse_on_lost_checkpoint(value: Any) -> str:
+    """``on_lost_checkpoint``: "raise" or "fall_back" (README, Eviction)."""
+    if value in ON_LOST_CHECKPOINT:
+        return str(value)
+    raise ValueError(
+        f"invalid on_lost_checkpoint {value!r}: use 'raise' (CheckpointLostError, the default) "
+        "or 'fall_back' (the newest checkpoint still complete, with a warning)"
+    )
+
+
 def install_hint(extra: str) -> str:
     """The pip command that adds ``extra`` to this installation: from the clone this package
     runs from (an editable install), else by name (the package is not on PyPI yet: from a

@@ -109,6 +109,11 @@ class RedisSaver(RedisSaverBase):
             the newest of each subgraph namespace too (they are not trimmed by the parent's
             puts). Checkpoints that a kept one rebuilds a DeltaChannel from are kept too (and
             hidden from get and list). ``None`` (the default) keeps the whole history.
+        on_lost_checkpoint: what ``get_tuple`` of a thread's latest checkpoint does when that
+            checkpoint lost a value to the server's eviction: ``"raise"`` (the default)
+            raises CheckpointLostError; ``"fall_back"`` returns the newest checkpoint of the
+            thread and namespace that is still complete, and logs a warning (README,
+            Eviction). A read by checkpoint id always raises.
         functions: run put, put_writes, get_tuple and list (of one thread) as functions of a
             Lua library (FUNCTION LOAD once, on each primary of a cluster; then FCALL) built
             from the same scripts: the server makes the scripts' helpers once instead of on
@@ -141,6 +146,7 @@ class RedisSaver(RedisSaverBase):
         slot_move_wait: float = SLOT_MOVE_WAIT,
         compression: bool | int = True,
         keep_last: int | None = None,
+        on_lost_checkpoint: str = "raise",
         functions: bool = True,
         wait_for_replicas: int = 0,
         wait_timeout: float = 0.1,
@@ -168,6 +174,7 @@ class RedisSaver(RedisSaverBase):
             index_metadata,
             compression,
             keep_last,
+            on_lost_checkpoint,
         )
         if connect_url is not None:
             options: dict[str, Any] = {
@@ -208,6 +215,7 @@ class RedisSaver(RedisSaverBase):
         self._node_locks: dict[str, threading.Lock] = {}  # (on a cluster: see _node_lock)
         self._library = FunctionLibrary(functions)
         self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
+        self._thread_ttl_checked = False  # (its set_thread_ttl warning, the same)
 
     @classmethod
     @contextmanager
@@ -272,6 +280,9 @@ class RedisSaver(RedisSaverBase):
 
     # -- transport -----------------------------------------------------------------------
     def _send(self, request: Request) -> Any:
+        if not self._policy_checked:  # once per saver, at its first call (each primary)
+            self._policy_checked = True
+            check_policy_once(self._client, self._core.ttl is not None)
         if largest_arg(request) > MIN_BULK_LIMIT:
             refuse_oversized(request, self._bulk_limit())
         try:
@@ -380,9 +391,6 @@ class RedisSaver(RedisSaverBase):
     def _script(self, call: ScriptCall) -> Any:
         """One script call on a standalone server: an FCALL of the saver's library (checked,
         or loaded, before its first use), else an EVALSHA (see functions.py)."""
-        if not self._policy_checked:  # once per saver, at its first call
-            self._policy_checked = True
-            check_policy_once(self._client, self._core.ttl is not None)
         library = self._library
         dropped = False
         for lost in (False, True):  # (the second time, the function was not there)
@@ -730,6 +738,10 @@ class RedisSaver(RedisSaverBase):
     # -- per-thread expiry -------------------------------------------------------------------
     def set_thread_ttl(self, thread_id: str, ttl: float | timedelta) -> None:
         """Give one thread its own expiry (minutes or a timedelta), whatever the default."""
+        if self._core.ttl is None and not self._thread_ttl_checked:
+            # the thread's keys now expire, so a volatile-* policy can evict them
+            self._thread_ttl_checked = True
+            check_policy_once(self._client, True, volatile_only=True)
         self._run(self._core.set_thread_ttl(thread_id, ttl_seconds(ttl)))
 
     def pin_thread(self, thread_id: str) -> None:

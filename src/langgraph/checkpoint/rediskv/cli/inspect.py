@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from ..check import Problem
+from ..check import LOST_INDEX_ENTRIES, Problem
 from ..eviction import FIX, eviction_risk, remove_orphans
 from ..functions import versions_on_server
 from ..keys import KeySchema
@@ -246,9 +246,7 @@ def _scripts_check(client: redis.Redis, library: str | None) -> Check:
         name for name, ok in zip(shas, loaded, strict=True) if not ok and name not in as_functions
     ]
     count = f"{len(shas) - len(missing) - len(as_functions)} of {len(shas)} loaded"
-    functions = (
-        f"; {len(as_functions)} more run as functions of {library}" if as_functions else ""
-    )
+    functions = f"; {len(as_functions)} more run as functions of {library}" if as_functions else ""
     if not missing:
         return _check("scripts", "ok", f"{count}{functions}")
     return _check("scripts", "info", f"{count}{functions}; the others load on first use")
@@ -325,11 +323,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ]
         prefix = saver.prefix
         repaired: list[str] = []
+        reindexed = 0
         try:
             problems = saver.check_invariants()
             if getattr(args, "repair", False):
                 repaired = remove_orphans(client, problems)
-                if repaired:
+                if any(p.problem in LOST_INDEX_ENTRIES for p in problems):
+                    # index entries the records list but an eviction took: written again
+                    reindexed = saver.reindex_metadata()
+                if repaired or reindexed:
                     problems = saver.check_invariants()
         except redis.exceptions.NoPermissionError as exc:
             checks.append(_check("invariants", "unknown", refused("the check", exc)))
@@ -337,6 +339,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if repaired:
                 checks.append(
                     _check("repair", "info", f"removed {len(repaired)} key(s) no index led to")
+                )
+            if reindexed:
+                checks.append(
+                    _check("reindex", "info", f"rewrote {reindexed} index entries an eviction took")
                 )
             broken = [p for p in problems if not p.stale]
             if broken:
