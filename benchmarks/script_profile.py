@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,10 +28,9 @@ import redis
 
 import langgraph.checkpoint.rediskv.aio as aio_module
 from langgraph.checkpoint.rediskv import AsyncRedisSaver
-from langgraph.checkpoint.rediskv.scripts import SCRIPT_NAMES, _lua_dir
+from langgraph.checkpoint.rediskv.scripts import SCRIPT_NAMES, assemble, lua_dir
 
 PROFILE_KEY = "__script_profile"
-_INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
 OPS = {"put_checkpoint": "put", "put_writes": "writes", "get_tuple": "get"}
 
 
@@ -47,7 +45,7 @@ def _mark(script: str, label: str) -> str:
 def profiled_source(name: str) -> tuple[str, list[str]]:
     """The script with a mark before each top-level comment and the final return, includes
     inlined; and the phase labels in order."""
-    folder = _lua_dir()
+    folder = lua_dir()
     text = (folder / f"{name}.lua").read_text()
     header_end = text.index("]]") + 3  # the header comment: no marks inside it
     lines = text[header_end:].splitlines(keepends=True)
@@ -56,16 +54,14 @@ def profiled_source(name: str) -> tuple[str, list[str]]:
     previous = "start"
     last_return = max(i for i, line in enumerate(lines) if line.startswith("return"))
     for i, line in enumerate(lines):
-        top_comment = line.startswith("-- ") and not line.startswith("-- @include")
+        top_comment = line.startswith("-- ") and not line.startswith("-- requires:")
         if (top_comment and not lines[i - 1].startswith("-- ")) or i == last_return:
             label = f"{len(labels) + 1:02d} {previous}"
             labels.append(label)
             out.append(_mark(name, label))
             previous = line[3:].strip()[:60] if top_comment else "(to the return)"
         out.append(line)
-    source = "".join(out)
-    source = _INCLUDE.sub(lambda m: (folder / "include" / f"{m.group(1)}.lua").read_text(), source)
-    return source, labels
+    return assemble("".join(out), folder, f"{name}.lua"), labels
 
 
 async def run_calls(url: str, op_kind: str, turns: int, sources: dict[str, str]) -> tuple[int, int]:

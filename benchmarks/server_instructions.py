@@ -8,6 +8,7 @@ does not move with the machine's load, for A/B comparisons of script changes on 
     python benchmarks/server_instructions.py --ops turn --saver plainredis   # the peer's turn
     python benchmarks/server_instructions.py --ops turn --warm 300 --keep-history  # a long chat
     python benchmarks/server_instructions.py --ops turn --keep-last 3   # a saver that trims
+    python benchmarks/server_instructions.py --no-functions   # every call as EVALSHA
 
 Each tree (a checkout with src/ and lua/) is measured in a child process with that tree's
 src/ first on PYTHONPATH: a redis-server of its own runs under `valgrind --tool=callgrind`
@@ -56,19 +57,20 @@ def _control(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], capture_output=True, check=False)
 
 
-def _open_saver(kind: str, url: str, keep_last: int | None = None) -> Any:
+def _open_saver(kind: str, url: str, keep_last: int | None = None, functions: bool = True) -> Any:
     if kind == "plainredis":
         from langgraph_checkpoint_plainredis import AsyncRedisSaver as PlainAsyncRedisSaver
 
         return PlainAsyncRedisSaver(url=url, prefix="instr")
     from langgraph.checkpoint.rediskv import AsyncRedisSaver
 
-    return AsyncRedisSaver(url, prefix="instr", keep_last=keep_last)
+    return AsyncRedisSaver(url, prefix="instr", keep_last=keep_last, functions=functions)
 
 
 async def measure(ops: list[str], turns: int, redis_server: str,
                   saver_kind: str = "rediskv", warm: int = 20,
-                  keep_history: bool = False, keep_last: int | None = None) -> dict[str, float]:
+                  keep_history: bool = False, keep_last: int | None = None,
+                  functions: bool = True) -> dict[str, float]:
     """Instructions per call of each op (per turn for "turn"), for the package importable
     here, or for plainredis."""
     import cost  # benchmarks/cost.py: the conversation, free_port
@@ -99,7 +101,7 @@ async def measure(ops: list[str], turns: int, redis_server: str,
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"{redis_server} under callgrind did not start") from None
                 time.sleep(0.1)
-        saver = _open_saver(saver_kind, url, keep_last)
+        saver = _open_saver(saver_kind, url, keep_last, functions)
         conv = cost.conversation(saver, "instr-thread", "user-1", 1_000)  # (its versions)
         await cost.run_turns(saver, conv, warm)
         calls = list(conv.turns(turns))
@@ -148,6 +150,8 @@ def main() -> int:
                         help="the chat keeps every message (cost.py keeps a window of 20)")
     parser.add_argument("--keep-last", type=int, default=None,
                         help="the saver's keep_last (rediskv; default: none, every checkpoint)")
+    parser.add_argument("--no-functions", action="store_true",
+                        help="rediskv runs every call as a script (EVALSHA), not as FCALL")
     parser.add_argument("--saver", choices=SAVERS, default="rediskv",
                         help="plainredis: the peer, measured the same way (--trees ignored)")
     parser.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
@@ -158,7 +162,8 @@ def main() -> int:
         raise SystemExit(f"unknown ops {sorted(unknown)}: choose from {', '.join(OPS)}")
     if args.child:
         print(json.dumps(asyncio.run(measure(ops, args.turns, args.redis_server, args.saver,
-                                             args.warm, args.keep_history, args.keep_last))))
+                                             args.warm, args.keep_history, args.keep_last,
+                                             not args.no_functions))))
         return 0
     if not shutil.which("callgrind_control"):
         raise SystemExit("valgrind is needed (apt-get install valgrind)")
@@ -171,7 +176,8 @@ def main() -> int:
             [sys.executable, __file__, "--child", "--ops", args.ops, "--turns", str(args.turns),
              "--redis-server", args.redis_server, "--saver", args.saver,
              "--warm", str(args.warm), *(["--keep-history"] if args.keep_history else []),
-             *(["--keep-last", str(args.keep_last)] if args.keep_last else [])],
+             *(["--keep-last", str(args.keep_last)] if args.keep_last else []),
+             *(["--no-functions"] if args.no_functions else [])],
             env=env, capture_output=True, text=True, check=False,
         )
         if child.returncode:

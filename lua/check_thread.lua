@@ -17,6 +17,7 @@
   or ARGV[3] "ttl", then keys of the thread (ARGV[4..]): the reply is their PTTLs, in order
   (for keys no index leads to: with an expiry they go by themselves)
 
+  Counts: KEYS 2; ARGV 3..
   Reply: { {problem, key, ...}, {reachable key, ...}, cursor | nil } where a problem is one of
     "namespace without index", "index entry without checkpoint",
     "checkpoint without blob", "writes index entry without writes",
@@ -30,10 +31,7 @@
     and index entries are not checked)
   and the cursor (4 strings) goes on, nil when this walk is done.
 ]]
--- @include keyschema
--- @include record
--- @include walk
--- @include lists
+-- requires: keyschema, refs, record, indexes, walk, lists
 
 if ARGV[3] == "ttl" then
   local left = {}

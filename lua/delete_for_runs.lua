@@ -11,6 +11,7 @@
   ARGV[4]  staging token ("": none)
   ARGV[5..]  run ids (encoded): a chunk of them
 
+  Counts: KEYS 3; ARGV 4..
   Reply: the number of jobs still pending (0: done)
 
   Many runs: the client sends them a chunk per call, with one token. Calls but the last have
@@ -22,7 +23,7 @@
   looks again at the checkpoints the first kept for them (delta channels). A client that dies
   before its last call deletes nothing; its staged runs expire.
 
-  In steps (include/reap.lua, kind runs): the runs' checkpoints are collected, then every
+  In steps (include/reap_runs.lua): the runs' checkpoints are collected, then every
   namespace they are in is walked once to find what must stay, then they are dropped, each
   with its keys in one step; a run whose checkpoints fit in one step goes atomically.
 
@@ -34,11 +35,7 @@
   keeps its run index entry, so the same call can remove it once nothing depends on it.
   Threads without delta channels lose every checkpoint of the runs.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, refs, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 

@@ -12,13 +12,10 @@
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  budget of this call (see reap_thread)
 
+  Counts: KEYS 3; ARGV 3
   Reply: the number of jobs still pending (0: everything is gone)
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)

@@ -8,6 +8,7 @@
   ARGV[1]  the member "{T}<inc>"
   ARGV[2]  its score at least ("inf" or an integer; ZADD GT: a score only grows)
 
+  Counts: KEYS 1; ARGV 2
   Reply: when the member is new, up to two other members chosen at random, which the client
   removes if their incarnation is gone (deleted, expired): the list stays bounded, as a
   standalone server's is by index_thread(). Else an empty list.
@@ -15,6 +16,7 @@
   The list never expires (the threads in it may live longer than any write-ahead says), and
   maxmemory refuses this call as it would the put that follows.
 ]]
+-- requires:
 
 if redis.call("ZADD", KEYS[1], "GT", ARGV[2], ARGV[1]) == 0 then return {} end  -- (not new)
 local others = {}

@@ -13,6 +13,7 @@
   ARGV[8]  and about this many bytes of values
   ARGV[9]  (optional) "check": only read the records, reply no records (the cursor alone)
 
+  Counts: KEYS 1; ARGV 8..9
   Reply: { cursor | nil, records ... } where the cursor (4 strings) goes on, nil at the end,
   and each record is one of
     "b", ns, ref, value                             a blob, before the checkpoints using it
@@ -22,9 +23,7 @@
   A record that cannot be read (corrupt, of a layout no version reads) ends the walk: the
   reply is then { nil, "u", its key }, and copy_thread refuses the copy.
 ]]
--- @include keyschema
--- @include record
--- @include walk
+-- requires: keyschema, refs, record, walk
 
 local K = keyspace(ARGV[1], ARGV[2])
 local max_count, max_bytes = tonumber(ARGV[7]), tonumber(ARGV[8])

@@ -24,6 +24,7 @@
            than the ttl would expire under a thread that is still in use
   ARGV[8..] the channels (raw names, no duplicates)
 
+  Counts: KEYS 1; ARGV 7..
   Reply: { cursor | nil, step, step, ... } with one step per ancestor that contributed
   something, nearest ancestor first:
     { {field, record, ...}, {position, value, ...} }
@@ -34,9 +35,7 @@
   The cursor is the id of the next ancestor to visit when the budget ran out with channels
   still open; nil when the walk is complete.
 ]]
--- @include keyschema
--- @include record
--- @include delta
+-- requires: keyschema, refs, expiry, record
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]

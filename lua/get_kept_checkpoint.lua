@@ -10,12 +10,11 @@
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  namespace N (encoded)
   ARGV[4]  checkpoint id (raw)
 
+  Counts: KEYS 1; ARGV 4
   Reply: nil when there is no such checkpoint (not in the index, incomplete, or its thread's
   root P:th:{T} is gone), else the checkpoint as get_tuple.lua replies it.
 ]]
--- @include keyschema
--- @include record
--- @include records
+-- requires: keyschema, records
 
 local K = keyspace(ARGV[1], ARGV[2])
 if redis.call("EXISTS", K.thread) == 0 then return nil end

@@ -13,6 +13,7 @@
            then h pairs: ref, the mark the blob was stored with ("u:b:<mark>;",
            src/langgraph/checkpoint/rediskv/compression.py)
 
+  Counts: KEYS 1; ARGV 6+2n
   Reply: nil when there is no such checkpoint (or its thread's root P:th:{T} is gone, or
   keep_last hid it); an error "LOST <key> <what>" when the thread lost a key it needs to the
   server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)
@@ -23,10 +24,7 @@
   those the client has (a blob's mark is a digest of its bytes), and a chat's base, its
   whole history, is not copied again at every turn.
 ]]
--- @include keyschema
--- @include record
--- @include records
--- @include drop
+-- requires: keyschema, expiry, records, drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]

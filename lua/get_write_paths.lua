@@ -11,11 +11,11 @@
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  namespace N (encoded)
   ARGV[4..] checkpoint ids (raw), at most a few thousand
 
+  Counts: KEYS 1; ARGV 3..
   Reply: one entry per id, in order: { task id (encoded), task path, ... } of its pending
   writes, one pair per task (empty for a checkpoint without writes, or gone).
 ]]
--- @include keyschema
--- @include record
+-- requires: keyschema, record
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns = ARGV[3]

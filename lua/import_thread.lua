@@ -19,6 +19,7 @@
            cluster (the threads-by-value lists written ahead, include/lists.lua), else "0"
   ARGV[7..] ("chunk") the records, as export_thread.lua replies them
 
+  Counts: KEYS 3; ARGV 6..
   Reply: "begin": the job number (0 when the target exists), or -1 when the target has
   garbage to reap first; "chunk": the number of checkpoints written; "publish": 0. "chunk"
   and "publish" reply -1, writing nothing, when the copy was discarded meanwhile (a writer or
@@ -33,12 +34,7 @@
   exists takes the records chunk by chunk (records with the same ids are replaced), each
   checkpoint whole with its blobs.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
--- @include lists
+-- requires: keyschema, refs, expiry, record, indexes, lists, jobs
 
 local prefix, tag, mode = ARGV[1], ARGV[2], ARGV[4]
 local job, token = string.match(ARGV[5], "^(%d+):(.*)$")

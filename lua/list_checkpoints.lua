@@ -17,6 +17,7 @@
            over a long history never blocks the server for long
   ARGV[9]  f, the number of metadata filter pairs, then f pairs: field "m:<key>", canonical JSON
 
+  Counts: KEYS 1; ARGV 9..
   Reply: { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
   { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page: every id above it has been examined;
@@ -27,10 +28,7 @@
   record or after it: evicted), or a thread that lost its root, is an error "LOST <key>
   <what>" (include/records.lua's lost()), never a shorter history.
 ]]
--- @include keyschema
--- @include record
--- @include records
--- @include drop
+-- requires: replies, keyschema, record, records, drop
 
 local K = keyspace(ARGV[1], ARGV[2])
 local only_id, before = ARGV[5], ARGV[6]
@@ -54,7 +52,7 @@ local namespaces
 if ARGV[3] == "1" then
   if only_id == "" and redis.call("SCARD", KEYS[1]) > tonumber(ARGV[4]) then
     local reply = redis.call("SMEMBERS", KEYS[1])
-    table.insert(reply, 1, "NAMESPACES")
+    table.insert(reply, 1, NAMESPACES)
     return reply
   end
   namespaces = redis.call("SMEMBERS", KEYS[1])

@@ -12,6 +12,7 @@
   ARGV[5]  the indexed metadata key (raw): its entry in the registry P:mk must be "ready"
   ARGV[6]  f, the number of filter pairs, then f pairs: field "m:<key>", canonical JSON
 
+  Counts: KEYS 1; ARGV 6+2n
   Reply: "BUILDING" when the index is not known to be complete (the key was registered on a
   store that had checkpoints, and no reindex has finished): the client scans instead. Else
   { cursor | nil, tag, record, tag, record, ... } with records laid out as in get_tuple. The
@@ -19,13 +20,11 @@
   means there is nothing more. Members whose checkpoint is gone (deleted or expired, or its
   thread deleted) are removed on the way; incomplete checkpoints are skipped.
 ]]
--- @include keyschema
--- @include record
--- @include records
+-- requires: replies, keyschema, records
 
 local prefix, before = ARGV[1], ARGV[2]
 local page, budget, nfilter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
-if redis.call("HGET", prefix .. ":mk", ARGV[5]) ~= "ready" then return "BUILDING" end
+if redis.call("HGET", prefix .. ":mk", ARGV[5]) ~= "ready" then return BUILDING end
 local upper = (before ~= "") and ("(" .. before) or "+"
 local reply = { false }
 local taken, scanned = 0, 0

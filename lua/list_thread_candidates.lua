@@ -4,7 +4,7 @@
   some metadata values, newest first, from the threads-by-value indexes (on a cluster: from one
   list at a time), for list(None, filter) on keys without a metadata index of their own. A thread's
   score in an index is at least id_score() of each of its checkpoints with that value
-  (include/keyschema.lua), so the client visits threads in score order and stops once the
+  (include/indexes.lua), so the client visits threads in score order and stops once the
   checkpoints it has are newer than the next thread's score. It lists each thread with the
   whole filter: a thread listed here that no longer matches (its checkpoints pruned, deleted
   or expired) costs it a call, not a wrong answer.
@@ -20,6 +20,7 @@
   ARGV[5]  "cluster": one list of a cluster (include/lists.lua; its members "{T}<inc>"),
            whose registry (another slot) the client has read
 
+  Counts: KEYS 1..; ARGV 5
   Reply: "BUILDING" when the indexes are not known to hold every thread (the store had
   checkpoints when they were registered, and no reindex has completed them since): the client
   visits every thread instead. Else { driver, last score read | false, tag, score, tag,
@@ -27,9 +28,10 @@
   each with its score in the driving index (every matching checkpoint has that value, so the
   score bounds them, and the scores come in order). false: the driving index has no more.
 ]]
+-- requires: replies
 
 if ARGV[5] ~= "cluster" and redis.call("HGET", ARGV[1] .. ":mk", "\0threads") ~= "ready" then
-  return "BUILDING"
+  return BUILDING
 end
 local driver = tonumber(ARGV[4])
 if driver == 0 then

@@ -12,9 +12,10 @@
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  budget of this call (see reap_thread)
 
+  Counts: KEYS 3; ARGV 3
   Reply: the number of jobs still pending (0: done)
 
-  In steps (include/reap.lua, kind prune): per namespace, one step swaps in fresh indexes that
+  In steps (include/reap_prune.lua): per namespace, one step swaps in fresh indexes that
   hold only what stays, so readers see the namespace pruned at once; the old indexes are then
   reaped in bounded steps. A thread whose namespaces fit in one step is pruned atomically.
 
@@ -30,11 +31,7 @@
   rebuilt at the latest checkpoint is exactly the one before pruning, and a thread without
   delta channels keeps only its latest checkpoint.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 if redis.call("EXISTS", KEYS[1]) == 1 then

@@ -15,7 +15,7 @@
            without channel values: "<type>\0<bytes>"), packed, in that order
   ARGV[8]  blob refs of every channel with a value, then ",," and those of the bases the
            values sent with this call were compressed against: "C:V,C:V,,C:V" (the script adds
-           the bases of the shared blobs; see bv in include/keyschema.lua)
+           the bases of the shared blobs; see bv in include/refs.lua)
   ARGV[9]  run id (encoded, "" for none)
   ARGV[10] the saver's default ttl in seconds (0 for none); the thread's own setting wins
   ARGV[11] global metadata index: "-" for none, "~<hint>" on a cluster (the threads-by-value
@@ -25,7 +25,7 @@
   ARGV[12] keep_last: keep only the newest this many checkpoints of the namespace (0: all);
            see include/trim.lua
   ARGV[13] the id's score in the threads-by-value indexes: score_arg(id_score(id)) (see
-           include/keyschema.lua; computed by the client)
+           include/indexes.lua; computed by the client)
   ARGV[14] "1" when a put without a ttl sweeps its indexes (the client picks one put in four at
            random), else "0"; a put with a ttl always does
   ARGV[15] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
@@ -39,6 +39,7 @@
   (src/langgraph/checkpoint/rediskv/compression.py), or the SHA1 (hex) of all the stored
   bytes of a base written before marks
 
+  Counts: KEYS 3; ARGV 15..
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
   that are neither in this call nor stored (expired, or removed by a concurrent prune), or
@@ -52,18 +53,14 @@
   Maxmemory: the script is flagged (no allow-oom), so a server over its maxmemory refuses it
   before it writes anything.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include trim
--- @include lists
+-- requires: replies, keyschema, refs, expiry, record, indexes, trim, lists
 
 -- A global metadata index of up to this many members is not swept by puts.
 local SWEPT_INDEX_SIZE = 64
 
 local prefix, tag, ns, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local K = keyspace(prefix, tag)
-if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
+if redis.call("EXISTS", K.gc) == 1 then return REAPING end
 local cp = KEYS[3]
 
 -- the new blobs of this call, then a check that every other referenced blob is still there

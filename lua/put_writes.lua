@@ -17,6 +17,7 @@
   A record is "<len path>:<len channel>:" .. path .. channel .. "<type>\0<bytes>"
   (lengths in bytes), so a script can read the channel without knowing the serializer.
 
+  Counts: KEYS 3; ARGV 6+3n
   Reply: the number of writes stored (first-wins writes that already existed are not
   counted; none for a checkpoint keep_last has trimmed already), or "REAPING" when an earlier delete, prune or copy of the thread left garbage to
   reap first (nothing written).
@@ -26,8 +27,7 @@
   from expired when it stores the next checkpoint. Without one, a checkpoint written with a
   ttl stops expiring too, as its writes never do.
 ]]
--- @include keyschema
--- @include record
+-- requires: replies, keyschema, expiry, record, indexes
 
 -- A record takes the writes while it stays this small; beyond, they go into the writes hash:
 -- each put_writes writes the record whole, and a fan-out of many tasks with large outputs
@@ -35,7 +35,7 @@
 local RECORD_WRITES_MAX = 16384
 
 local K = keyspace(ARGV[1], ARGV[2])
-if redis.call("EXISTS", K.gc) == 1 then return "REAPING" end
+if redis.call("EXISTS", K.gc) == 1 then return REAPING end
 local ns, id = ARGV[3], ARGV[4]
 -- With keep_last, writes that arrive for a checkpoint trimmed meanwhile (older than every
 -- kept one, and gone) would be orphans: they are dropped.

@@ -20,9 +20,11 @@
   ARGV[2..] metadata keys (raw); for "claim" and "built", ARGV[2] is the reindex's token
            and the keys follow
 
+  Counts: KEYS 1; ARGV 1..
   Reply: for "?" and "claim", those keys; for "state", theirs; else the number of keys
   changed.
 ]]
+-- requires:
 
 if ARGV[1] == "?" then
   local missing = {}

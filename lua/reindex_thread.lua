@@ -15,14 +15,13 @@
   ARGV[6]  on a cluster: "~<hint>" (include/lists.lua); the stretch's checkpoints need the
            thread in the threads-by-value lists, which the client writes ahead
 
+  Counts: KEYS 1; ARGV 5..6
   Reply: { added } when the thread is done, else { added, namespace, id } to resume from;
   added is the number of index entries added (on a cluster: of list bounds recorded); or,
   on a cluster, { "INDEX", inc, S, score, ... }: the client enters the thread in those lists
   and sends the same call again with its hint.
 ]]
--- @include keyschema
--- @include record
--- @include lists
+-- requires: keyschema, refs, expiry, record, indexes, lists
 
 local prefix = ARGV[1]
 local K = keyspace(prefix, ARGV[2])

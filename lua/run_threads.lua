@@ -3,7 +3,7 @@
   run_threads: the threads that may hold checkpoints of a run, a chunk at a time (standalone
   servers), for delete_for_runs, which visits only those: the threads of run_id's metadata
   index under the run, and (with the first chunk) those whose runs that index does not name
-  by their text (P:rx, see note_unindexed_run in include/keyschema.lua).
+  by their text (P:rx, see note_unindexed_run in include/indexes.lua).
 
   KEYS[1]  P:mi:run_id:<value>  run_id's metadata index under the run (ZSET, all scored 0, of
                                 "<id>\0{T}:N")
@@ -13,15 +13,16 @@
   ARGV[2]  after: only members lexically above this one ("" for the first chunk)
   ARGV[3]  how many members to read
 
+  Counts: KEYS 2; ARGV 3
   Reply: "BUILDING" when run_id's index is not known to be complete (not registered, or
   registered on a store that had checkpoints and not rebuilt since): the client visits every
   thread instead. Else { last member read | false, tag, tag, ... }: the tags (a thread once
   per chunk), and where the next chunk starts (false: no more). Members of checkpoints gone
   are read too: a thread visited for nothing costs a call.
 ]]
--- @include keyschema
+-- requires: replies, keyschema
 
-if redis.call("HGET", ARGV[1] .. ":mk", "run_id") ~= "ready" then return "BUILDING" end
+if redis.call("HGET", ARGV[1] .. ":mk", "run_id") ~= "ready" then return BUILDING end
 local lower = (ARGV[2] ~= "") and ("(" .. ARGV[2]) or "-"
 local count = tonumber(ARGV[3])
 local members = redis.call("ZRANGEBYLEX", KEYS[1], lower, "+", "LIMIT", 0, count)

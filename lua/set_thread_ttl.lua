@@ -15,17 +15,14 @@
   ARGV[4]  seconds
   ARGV[5]  budget of this call (see reap_thread)
 
+  Counts: KEYS 4; ARGV 5
   Reply: the number of jobs still pending (0: done)
 
   Global metadata indexes (P:mi:*) are shared by every thread, so they only ever get a longer
   expiry here (a persistent one stays persistent), except a persistent one whose members (at
   most 64) are all this thread's, which follows the thread's new expiry.
 ]]
--- @include keyschema
--- @include record
--- @include drop
--- @include delta
--- @include reap
+-- requires: keyschema, expiry, jobs, reap
 
 local prefix, tag = ARGV[1], ARGV[2]
 local mode, ttl = ARGV[3], tonumber(ARGV[4])

@@ -9,9 +9,11 @@
 
   ARGV     none
 
+  Counts: KEYS 1; ARGV 0
   Reply: P:fmt, or false when there is none.
 
   no-writes: runs on a full server and on a replica too.
 ]]
+-- requires:
 
 return redis.call("GET", KEYS[1])

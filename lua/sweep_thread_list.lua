@@ -11,7 +11,9 @@
            "score", then a member: reply its score (the invariant checker's)
 
   Works on a server over its maxmemory: it only reads and frees.
+  Counts: KEYS 1; ARGV 1..
 ]]
+-- requires:
 
 if ARGV[1] == "sample" then return redis.call("ZRANDMEMBER", KEYS[1], tonumber(ARGV[2])) end
 if ARGV[1] == "score" then return redis.call("ZSCORE", KEYS[1], ARGV[2]) end

@@ -15,7 +15,9 @@
            (S, the score it was read with, the number of members left): a list left empty
            leaves the registry, one with members goes to the back, unless a write-ahead
            raised its score meanwhile; reply the number of lists changed
+  Counts: KEYS 1; ARGV 1..
 ]]
+-- requires:
 
 if ARGV[1] == "enter" then
   -- (score, S) pairs, 4,000 values at a time: unpack() fails beyond about 8,000, and a put

@@ -7,10 +7,12 @@
 
   ARGV[1]  (optional) a list S, or "*"
 
+  Counts: KEYS 1; ARGV 0..1
   Reply: without ARGV[1], { inc | false, S, S, ... }: its incarnation and lists; with S,
   { inc | false, newest | false }: the highest id_score() of its checkpoints with S (a reader
   visits threads by it, newest first); with "*", every field and value (the checker's).
 ]]
+-- requires:
 
 if ARGV[1] == "*" then return redis.call("HGETALL", KEYS[1]) end
 if ARGV[1] then return redis.call("HMGET", KEYS[1], "", "@" .. ARGV[1]) end

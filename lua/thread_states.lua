@@ -15,9 +15,11 @@
   ARGV[1]   a list S
   ARGV[2..] P:tb:{T} of each thread asked
 
+  Counts: KEYS 0; ARGV 1..
   Reply: { { inc | false, newest | false }, ... }, one per key, in order: what thread_lists.lua
   replies to S for that thread.
 ]]
+-- requires:
 
 local out = {}
 local fields = { "", "@" .. ARGV[1] }

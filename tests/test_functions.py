@@ -20,8 +20,9 @@ from langgraph.checkpoint.rediskv.core import ScriptCall
 from langgraph.checkpoint.rediskv.functions import FunctionLibrary, listed_libraries
 from langgraph.checkpoint.rediskv.scripts import (
     FUNCTION_OPS,
-    _lua_dir,
     function_library,
+    lua_dir,
+    script_includes,
     script_sources,
 )
 
@@ -104,11 +105,24 @@ def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.R
     }
     # the bodies are the scripts' own, their includes made once at the top
     for op in FUNCTION_OPS:
-        own_part = (_lua_dir() / f"{op}.lua").read_text().rsplit("-- @include", 1)[1]
-        body = own_part.split("\n", 1)[1]  # after the last include line
+        own_part = (lua_dir() / f"{op}.lua").read_text().split("\n-- requires:", 1)[1]
+        body = own_part.split("\n", 1)[1]  # after the requires line
         assert len(body) > 500 and body in SOURCE
-    for include in ("keyschema", "record", "records", "drop", "trim", "lists"):
-        text = (_lua_dir() / "include" / f"{include}.lua").read_text()
+    used = {include for op in FUNCTION_OPS for include in script_includes()[op]}
+    assert used == {
+        "replies",
+        "keyschema",
+        "refs",
+        "expiry",
+        "record",
+        "indexes",
+        "records",
+        "drop",
+        "trim",
+        "lists",
+    }
+    for include in sorted(used):
+        text = (lua_dir() / "include" / f"{include}.lua").read_text()
         assert SOURCE.count(text) == 1
         # a helper made at load reads no KEYS or ARGV of its own: in a library those are
         # the callback's parameters, not globals
@@ -471,7 +485,7 @@ def test_doctor_reports_the_library_and_those_of_other_versions(server: redis.Re
         "deletes them",
     )
     server.function_delete(old)
-    server.function_load(SOURCE.replace("-- Shared by every script", "-- changed"), replace=True)
+    server.function_load(SOURCE.replace("-- The key schema:", "-- changed"), replace=True)
     assert detail() == (
         "warn",
         f"{LIBRARY} holds other code than this version's: savers run scripts instead "
@@ -655,7 +669,7 @@ def test_libraries_command_lists_and_deletes_those_of_other_versions(
         put_one(saver, "t", 2, parent=None)
         assert saver.get_tuple(cfg("t")).metadata["step"] == 2  # type: ignore[union-attr]
     # a library of this version's name but other code: its savers run scripts until deleted
-    server.function_load(SOURCE.replace("-- Shared by every script", "-- changed"), replace=True)
+    server.function_load(SOURCE.replace("-- The key schema:", "-- changed"), replace=True)
     assert cli.ok("libraries").splitlines() == [
         f"{LIBRARY} (this version): other code",
         f"  savers of this version run scripts until FUNCTION DELETE {LIBRARY} and a restart "

@@ -15,7 +15,7 @@ from redis.crc import key_slot
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.canonical import canonical
 from langgraph.checkpoint.rediskv.keys import KeySchema, blob_ref, decode_part, encode_part
-from langgraph.checkpoint.rediskv.scripts import _lua_dir
+from langgraph.checkpoint.rediskv.scripts import lua_dir
 
 from .conftest import data_keys, keys_of
 
@@ -77,7 +77,7 @@ def test_invalid_prefix_is_refused(bad: str) -> None:
 
 
 def _lua_encoder(client: redis.Redis) -> object:
-    source = (_lua_dir() / "include" / "keyschema.lua").read_text()
+    source = (lua_dir() / "include" / "keyschema.lua").read_text()
     return client.register_script(source + "\nreturn enc(ARGV[1])")
 
 

@@ -46,7 +46,7 @@ SAVER_COMMANDS = [
     "hset", "hsetnx", "hget", "hmget", "hgetall", "hvals",
     "sadd", "srem", "smembers", "sismember", "scard", "srandmember",
     "zadd", "zrem", "zrange", "zrevrange", "zrevrangebylex", "zscore",
-    # whole-thread operations in bounded steps (include/reap.lua, include/walk.lua)
+    # whole-thread operations in bounded steps (include/jobs.lua, include/walk.lua)
     "rename", "sscan", "sunionstore",
     # sampled index sweeps, the registry of indexed metadata keys, reindex
     "zrandmember", "hkeys", "hexists", "zrangebylex",

@@ -249,14 +249,13 @@ def test_what_a_put_s_client_computes_for_the_script_is_what_the_script_would(
     client: redis.Redis,
 ) -> None:
     """put_checkpoint.lua takes the id's score and each metadata value's index suffix from the
-    client (lists.score_arg, index_suffix): they are what lua/include/keyschema.lua computes, for
-    ids of every form and values that need encoding."""
+    client (lists.score_arg, index_suffix): they are what lua/include/keyschema.lua and
+    indexes.lua compute, for ids of every form and values that need encoding."""
     from langgraph.checkpoint.rediskv.core import index_suffix
     from langgraph.checkpoint.rediskv.lists import score_arg
-    from langgraph.checkpoint.rediskv.scripts import _lua_dir
+    from langgraph.checkpoint.rediskv.scripts import include_sources
 
-    keyschema = (_lua_dir() / "include" / "keyschema.lua").read_text()
-    lua = keyschema + """
+    lua = include_sources("keyschema", "indexes") + """
 local out = {}
 for j = 1, #ARGV, 3 do
   out[#out + 1] = score_arg(id_score(ARGV[j]))

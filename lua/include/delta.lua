@@ -1,5 +1,5 @@
--- Delta channels (LangGraph's DeltaChannel); inlined where a script says `-- @include delta`
--- (after keyschema).
+-- requires: keyschema, refs, record
+-- Delta channels (LangGraph's DeltaChannel).
 --
 -- A DeltaChannel stores its value only now and then (a `_DeltaSnapshot` blob, every
 -- `snapshot_frequency` updates); at the other checkpoints it stores nothing, and its value is

@@ -1,4 +1,5 @@
--- Removing checkpoints; inlined where a script says `-- @include drop` (after keyschema).
+-- requires: refs, record, indexes
+-- Removing checkpoints.
 
 -- Remove one checkpoint with its writes and every index entry that points at it. Adds the
 -- refs of the blobs it used to `refs` (a set); whether a blob can go is decided by gc_blobs,

@@ -1,5 +1,5 @@
--- Threads-by-value lists on a Redis Cluster; inlined where a script says `-- @include lists`
--- (after keyschema).
+-- requires: replies, keyschema, expiry, indexes
+-- Threads-by-value lists on a Redis Cluster.
 --
 -- A cluster keeps the lists P:tm:S (S: a metadata value's suffix, or "/<run>" for a run) as a
 -- standalone server does, but a thread's script cannot write them: they live in other slots.
@@ -93,7 +93,7 @@ local function cover(K, hint, needs, ttl)
       ahead[suffix] = bound
     end
   end
-  local missing, record, recorded, new_run = { "INDEX", inc }, {}, 0, false
+  local missing, record, recorded, new_run = { INDEX, inc }, {}, 0, false
   for j, suffix in ipairs(suffixes) do
     local want, bound, newest = needs[suffix], have[2 * j], have[2 * j + 1]
     if not (bound and parse_score(bound) >= want) then

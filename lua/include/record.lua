@@ -1,5 +1,5 @@
--- Checkpoint records (P:cp:{T}:N:I); inlined where a script says `-- @include record` (after
--- keyschema). Every read or write of a record's fields goes through these functions.
+-- requires:
+-- Checkpoint records (P:cp:{T}:N:I). Every read or write of a record's fields goes through these functions.
 --
 -- A record is one string: its fields one after the other, each as
 --   <length of the name>:<length of the value>: <name> <value>

@@ -1,4 +1,5 @@
--- Reading checkpoints back; inlined where a script says `-- @include records` (after keyschema).
+-- requires: replies, refs, expiry, record, indexes
+-- Reading checkpoints back.
 
 -- The small fields of a record string that load_checkpoint reads (the small fields come
 -- before md, ck and the pending writes: include/record.lua), whether it holds a checkpoint
@@ -32,7 +33,7 @@ end
 -- read that finds nothing checks this, so a read that finds its checkpoint pays nothing
 -- for it. The client raises CheckpointLostError (core.py's explain_response_error).
 local function lost(key, what)
-  return redis.error_reply("LOST " .. key .. " " .. what)
+  return redis.error_reply(LOST .. " " .. key .. " " .. what)
 end
 
 -- Whether the thread's root names namespace `ns` while its index is gone by eviction: the

@@ -1,5 +1,6 @@
+-- requires: keyschema, refs, expiry, record, drop
 -- Bounded history (the savers' keep_last): after a put, only the newest N checkpoints of its
--- namespace stay. Inlined where a script says `-- @include trim` (after keyschema and drop).
+-- namespace stay.
 --
 -- Delta channels (include/delta.lua): a checkpoint that stores no value of a DeltaChannel
 -- rebuilds it from its ancestors, back to the seed (the nearest one that stores a snapshot).

@@ -1,5 +1,6 @@
--- Walking a thread's namespaces in bounded steps from a cursor the client holds; inlined where
--- a script says `-- @include walk`. Used by the read-only walks (export_thread, check_thread).
+-- requires:
+-- Walking a thread's namespaces in bounded steps from a cursor the client holds.
+-- Used by the read-only walks (export_thread, check_thread).
 --
 -- The cursor is { rc, on, ns, at }: rc is the SSCAN cursor of the batch of the thread root
 -- that holds ns; on is "1" when ns is the namespace the walk stopped in (a namespace may be

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
@@ -29,6 +30,8 @@ from .core import Request, SaverCore, ScriptCall, explain_response_error
 from .keys import KeySchema, tag_of
 from .settings import parse_keep_last, parse_on_lost_checkpoint, parse_ttl, redact_url, resolve_url
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 # Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
 # free connection (up to POOL_TIMEOUT seconds) instead of failing with "Too many connections".
 MAX_CONNECTIONS = 64
@@ -47,6 +50,24 @@ SLOT_MOVE_WAIT = 30.0
 # backoff (redis-py's Retry). Every script is idempotent, so a retried call that had already
 # run before its reply was lost does no harm.
 RETRIES = 3
+
+
+def documented_as(
+    source: Callable[..., Any], how: str, raises: str | None = None
+) -> Callable[[F], F]:
+    """Give the decorated method ``source``'s docstring (Args, Returns, Raises), ``how`` as
+    its first line and ``raises`` added to its Raises: for the sync methods of the async
+    saver and the async methods of the sync saver, which only hand a call over. ``how``
+    may name the source as ``{name}``."""
+
+    def document(method: F) -> F:
+        doc = inspect.cleandoc(source.__doc__ or "")
+        if raises is not None:
+            doc += "\n    " + raises
+        method.__doc__ = f"{how.format(name=source.__name__)}\n\n{doc}"
+        return method
+
+    return document
 
 
 def retry_backoff() -> ExponentialWithJitterBackoff:
@@ -104,6 +125,8 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
     # (BaseCheckpointSaver.with_allowlist assigns `serde` on a shallow copy).
     @property
     def serde(self) -> SerializerProtocol:
+        """The serializer of checkpoints and values (LangGraph's JsonPlusSerializer by
+        default); assigning one makes the saver use it from then on."""
         return self._serde
 
     @serde.setter
@@ -125,6 +148,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
 
     @property
     def prefix(self) -> str:
+        """The first part of every key the saver writes."""
         return self._core.keys.prefix
 
     def get_next_version(self, current: str | None, channel: None) -> str:
@@ -132,7 +156,18 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         old checkpoint never writes a blob under a version that a stored checkpoint uses.
 
         ``<counter, 16 digits>.<32 random bits, hex>``: ordered by the counter, and half the
-        length of InMemorySaver's (versions are part of keys and of every checkpoint)."""
+        length of InMemorySaver's (versions are part of keys and of every checkpoint).
+
+        Args:
+            current: the channel's current version, or None for a new channel.
+            channel: unused (LangGraph's signature).
+
+        Returns:
+            The next version.
+
+        Raises:
+            ValueError: ``current`` is not a version the saver made.
+        """
         if current is None:
             current_v = 0
         elif isinstance(current, int):
@@ -154,7 +189,30 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             f"did not end within {waited:.1f} s; {call.name} was not run, nothing was written"
         )
 
-    def _unavailable(self, exc: Exception) -> RedisUnavailableError:
+    def _translated(self, exc: BaseException, request: Request | None = None) -> BaseException:
+        """The one place redis-py's errors become the saver's: an unreachable server (or one
+        that does not speak the protocol) is a RedisUnavailableError naming it; a server's
+        error reply to ``request`` a clearer error where the saver knows its cause; a
+        cluster client's failure as ``_cluster_failure`` says. Anything else (the saver's own
+        errors among them) is ``exc`` itself."""
+        if isinstance(exc, RedisUnavailableError):
+            return exc  # (already the saver's: a ReplicationError, a slot that kept moving)
+        if isinstance(exc, UNAVAILABLE):
+            return self._unavailable(exc)
+        if isinstance(exc, RedisClusterException):
+            return self._cluster_failure(exc)
+        if isinstance(exc, ResponseError) and request is not None:
+            return self._explain(request, exc)
+        return exc
+
+    def _raise_translated(self, exc: BaseException, request: Request | None = None) -> NoReturn:
+        """Raise ``exc`` as ``_translated`` says (from ``exc`` when that is another error)."""
+        translated = self._translated(exc, request)
+        if translated is exc:
+            raise exc
+        raise translated from exc
+
+    def _unavailable(self, exc: BaseException) -> RedisUnavailableError:
         if isinstance(exc, InvalidResponse):
             return RedisUnavailableError(
                 f"the server at {redact_url(self._url)} does not answer in the Redis protocol "
@@ -162,7 +220,7 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             )
         return RedisUnavailableError(f"cannot reach Redis at {redact_url(self._url)}: {exc}")
 
-    def _explain(self, request: Request, exc: ResponseError) -> Exception:
+    def _explain(self, request: Request, exc: ResponseError) -> BaseException:
         """A clearer error for a server's error reply (see explain_response_error); a
         cluster's redirect met by a saver made for a standalone server names the setting."""
         text = str(exc)
@@ -173,20 +231,20 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             return not_a_cluster_client(self._url, exc)
         return explain_response_error(request, exc)
 
-    def _raise_cluster_failure(self, exc: RedisClusterException) -> NoReturn:
-        """Raise what redis-py's cluster client raised as the saver says it: a server that is
-        not a cluster is a mistake of the settings; no node that answers (it says "cannot be
+    def _cluster_failure(self, exc: RedisClusterException) -> BaseException:
+        """What redis-py's cluster client raised, as the saver says it: a server that is not
+        a cluster is a mistake of the settings; no node that answers (it says "cannot be
         connected" when it reads the slot map) is unavailability; anything else (keys in
         two slots, a slot no node serves) stays redis-py's."""
         if "Cluster mode is not enabled" in str(exc):
-            raise ValueError(
+            return ValueError(
                 f"cluster=True, but the server at {redact_url(self._url)} is not a Redis "
                 "Cluster (cluster mode is not enabled there): leave cluster out for a "
                 "standalone server"
-            ) from exc
+            )
         if "cannot be connected" in str(exc):
-            raise self._unavailable(exc) from exc
-        raise exc
+            return self._unavailable(exc)
+        return exc
 
 
 # What a cluster node answers to a script of a saver made for a standalone server, whose keys

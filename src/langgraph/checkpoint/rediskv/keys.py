@@ -48,7 +48,7 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:gc:{T}            SET    pending jobs "<kind>:<n>" of whole-thread operations done in
                                steps (delete, prune, delete_for_runs, set_thread_ttl, copy);
                                exists exactly while one is pending, and writers of the thread
-                               wait until it is gone (lua/include/reap.lua)
+                               wait until it is gone (lua/include/jobs.lua)
     P:gc:{T}:<n>        HASH   job n's progress; P:gc:{T}:<n>:<part> its containers (a renamed
                                thread root, the old indexes of a prune, ...)
     P:gc:{T}:s:<token>  SET    run ids a delete_for_runs of many runs staged until its last call
@@ -210,7 +210,7 @@ class KeySchema:
 
     def unindexed_runs(self) -> str:
         """Threads with runs that run_id's metadata index does not name by their text
-        (standalone servers; see note_unindexed_run in lua/include/keyschema.lua)."""
+        (standalone servers; see note_unindexed_run in lua/include/indexes.lua)."""
         return f"{self.prefix}:rx"
 
     def metadata_index(self, suffix: str) -> str:
