@@ -489,9 +489,10 @@ def test_a_primary_down_or_hung_holds_up_no_call_to_another(tmp_path: Path) -> N
 def test_saver_works_as_an_acl_user_limited_to_its_prefix_on_a_cluster(
     local_cluster: LocalCluster,
 ) -> None:
-    """The README's least-privilege list with its cluster part is enough on a cluster, sync and
-    async, functions and scripts. (Without COMMAND, redis-py's cluster client did not start;
-    without ZRANGEBYSCORE and HDEL, the threads-by-value lists failed; neither was listed.)"""
+    """The least-privilege list of docs/reliability.md with its cluster part is enough on a
+    cluster, sync and async, functions and scripts. (Without COMMAND, redis-py's cluster
+    client did not start; without ZRANGEBYSCORE and HDEL, the threads-by-value lists failed;
+    neither was listed.)"""
     prefix, user = new_prefix(), f"acl-{new_prefix()}"
     admins = [redis.Redis(port=node.port) for node in local_cluster.nodes]
     for admin in admins:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,10 +19,11 @@ from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.compression import MIN_SIZE
 
 from .conftest import keys_of, record_of
+from .prose import PROSE as CORPUS_PROSE
 from .test_contract import cfg, make_checkpoint
 
-# real prose, not filler: the first paragraphs of the README
-PROSE = (Path(__file__).parent.parent / "README.md").read_text()[:6000]
+# real prose, not filler
+PROSE = CORPUS_PROSE[:6000]
 MESSAGES = [
     HumanMessage(content=PROSE[:300], id="h1"),
     AIMessage(content=PROSE[300:3000], id="a1"),

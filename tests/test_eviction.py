@@ -125,7 +125,7 @@ def read_all(
         assert history[0].config == state.config
         if got != messages:
             # the newest checkpoint's record evicted whole is taken for one that expired: the
-            # state before it, exactly (README, Eviction)
+            # state before it, exactly (docs/reliability.md, Eviction)
             assert got == messages[: len(got)] and len(got) < len(messages)
             outcome[thread] = "older"
             continue
@@ -135,7 +135,7 @@ def read_all(
             assert [m.content for m in step.values.get("messages", [])] == messages[:count]
         # each turn wrote three steps: its input (the messages before it), the human's
         # message, the bot's; a history without one of them lost a whole record, which is
-        # taken for one that expired (see the README's "Eviction")
+        # taken for one that expired (see "Eviction" in docs/reliability.md)
         whole = [2 * t - k for t in range(len(messages) // 2, 0, -1) for k in range(3)]
         outcome[thread] = "exact" if held == whole else "holes"
     return outcome
@@ -187,7 +187,7 @@ def test_an_evicting_server_never_makes_a_thread_silently_empty(
             counts = {o: list(outcome.values()).count(o) for o in kinds}
             counts["fallback"] = count_fall_backs(server.url, saver, written, outcome)
             counts["restarted"] = len(restarted)
-            print(f"{policy}: {counts}")  # (the figures of the README: pytest -s)
+            print(f"{policy}: {counts}")  # (the figures of docs/reliability.md: pytest -s)
             lost = sorted(t for t, o in outcome.items() if o in ("lost", "gone"))
             for thread in lost:
                 saver.delete_thread(thread)

@@ -86,7 +86,6 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -114,6 +113,7 @@ from langgraph.checkpoint.rediskv.keys import decode_part, parse_record
 
 from .clock import advance_time
 from .conftest import LocalCluster, PrivateServer, new_prefix, slot_moving
+from .prose import PROSE as CORPUS_PROSE
 
 INF = math.inf
 BASE_THREADS = ("t0", "t1", "t:2")
@@ -147,8 +147,8 @@ MAX_COPIES = 3
 MAX_BURSTS = 2
 MAX_WIDE = 1
 WIDE_CHANNELS = tuple(f"wide-{n}" for n in range(8_500))  # unpack() fails beyond ~8,000
-# real prose for the long values: the README's first paragraphs
-PROSE = (Path(__file__).parent.parent / "README.md").read_text()[200:2000]
+# real prose for the long values
+PROSE = CORPUS_PROSE[200:2000]
 SKIP = tuple(s.strip() for s in os.environ.get("RSKV_MODEL_SKIP", "").split(",") if s.strip())
 
 _FAILURES: dict[str, type[AssertionError]] = {}
@@ -828,8 +828,8 @@ class SaverMachine(RuleBasedStateMachine):
     def evict(self, thread: int, which: int) -> None:
         """The server evicts one key of a thread (a maxmemory-policy other than noeviction):
         each read of the thread then returns checkpoints equal to the model's (a shorter
-        history or an older latest one may be what is left: README, Eviction) or raises
-        CheckpointLostError naming it; the app deletes the thread, which leaves no key of it
+        history or an older latest one may be what is left: docs/reliability.md, Eviction) or
+        raises CheckpointLostError naming it; the app deletes the thread, which leaves no key of it
         (checked by the invariants)."""
         th = self.pick_thread(thread)
         _, by_thread = self.keys_by_thread()
@@ -1179,7 +1179,7 @@ class SaverMachine(RuleBasedStateMachine):
         everything_gone = all(th.clean for th in self.threads.values())
         if everything_gone and self.now >= self.finite_gone_after:
             # a shared metadata index may keep entries of expired checkpoints until a read or
-            # a put meets them (README, Expiry): only such entries may be left
+            # a put meets them (docs/ttl.md): only such entries may be left
             left = [k for k in keys if not self.only_stale_members(k)]
             if left:
                 fail("prefix_keys_left", f"every thread is gone, yet {sorted(left)[:6]}")

@@ -65,3 +65,18 @@ def test_the_async_example_prints_what_the_readme_says(
         "-1 input",
     ]
     assert len(keys_of(client, f"{prefix}:cp:{{user-43}}:*")) == 3
+
+
+def test_the_quick_start_gives_the_two_set_up_commands_as_they_are() -> None:
+    """The demo command and the test command, exactly: `.ci/run` runs the test command, and a
+    newcomer copies both."""
+    text = README.read_text()
+    quick_start = text[text.index("\n## Quick start\n") : text.index("\n## Usage\n")]
+    blocks = re.findall(r"```sh\n(.*?)```", quick_start, re.S)
+    assert blocks == [
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[demo]'"
+        " && .venv/bin/python -m langgraph.checkpoint.rediskv demo\n",
+        "./scripts/test\n",
+    ]
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert "REDIS_URL=redis://127.0.0.1:6379/0 ./scripts/test -q\n" in ci

@@ -1,6 +1,6 @@
 """Security: a least-privilege ACL user, TLS with a self-signed certificate, encryption at
 rest with LangGraph's EncryptedSerializer, no unpickling by default, and what a forged msgpack
-value under the prefix makes a reader do with each serializer setting (the README's threat
+value under the prefix makes a reader do with each serializer setting (docs/reliability.md's threat
 model)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .test_ttl import build_chat, expected_messages, turn
 # Everything the saver sends: the scripts (EVALSHA; SCRIPT LOAD after a NOSCRIPT; SCRIPT EXISTS
 # before a pipeline of scripts), the function library (FCALL; FUNCTION LIST to check it, and
 # FUNCTION LOAD when it is gone),
-# SCAN for operations across threads, and the data commands the scripts run. The README
+# SCAN for operations across threads, and the data commands the scripts run. docs/reliability.md
 # lists these.
 SAVER_COMMANDS = [
     "evalsha", "script|load", "script|exists", "fcall", "function|load", "function|list", "scan",
@@ -59,17 +59,18 @@ SAVER_COMMANDS = [
 # ZRANGEBYSCORE
 CLUSTER_COMMANDS = ["command", "cluster|slots", "cluster|nodes", "hdel", "zrangebyscore"]
 
-_README = Path(__file__).resolve().parents[1] / "README.md"
+_RELIABILITY = Path(__file__).resolve().parents[1] / "docs" / "reliability.md"
 _LUA = Path(__file__).resolve().parents[1] / "lua"
 
 
-def test_the_readme_lists_every_command_the_scripts_call() -> None:
-    """The least-privilege list of the README's Security section names every command a script
-    calls, and the tests' ACL users get the same (the cluster-only ones on a cluster)."""
+def test_the_security_docs_list_every_command_the_scripts_call() -> None:
+    """The least-privilege list of the Security section of docs/reliability.md names every
+    command a script calls, and the tests' ACL users get the same (the cluster-only ones on a
+    cluster)."""
     called = set()
     for script in [*_LUA.glob("*.lua"), *_LUA.glob("include/*.lua")]:
         called |= {c.lower() for c in re.findall(r'redis\.p?call\("([A-Z]+)"', script.read_text())}
-    section = _README.read_text().split("- **Least privilege.**", 1)[1].split("\n- **", 1)[0]
+    section = _RELIABILITY.read_text().split("- **Least privilege.**", 1)[1].split("\n- **", 1)[0]
     listed = {c.lower() for c in re.findall(r"`([A-Z]+)`", section)}
     assert called - listed == set()
     assert called - set(SAVER_COMMANDS) == {"hdel", "zrangebyscore"}  # (a cluster's only)
@@ -345,8 +346,8 @@ def blob_key(saver: RedisSaver, thread: str, value: str = "fine") -> str:
 def test_threat_default_serializer_calls_the_callable_a_forged_value_names(
     saver: RedisSaver, client: redis.Redis, calls: list[object], where: str
 ) -> None:
-    # This is LangGraph's behaviour, not ours: it is why the README's threat model says that
-    # write access under the prefix is code execution in every reader.
+    # This is LangGraph's behaviour, not ours: it is why the threat model (docs/reliability.md)
+    # says that write access under the prefix is code execution in every reader.
     key = blob_key(saver, "t")
     if where == "channel value":
         client.set(key, forged_value())
