@@ -25,9 +25,6 @@ LARGER_FILES = {
     # generated from it (scripts/unasync.py); splitting the source splits both
     "async_transport.py": "the one transport, asyncio side (the source)",
     "sync_transport.py": "the one transport, sync side (generated)",
-    # one importer per source checkpointer (langgraph-checkpoint-redis, -plainredis, -aws,
-    # -postgres, -sqlite): a split by source is its own change
-    "migrate.py": "the migration from five other checkpointers",
 }
 LARGER_CLASSES = {
     "async_transport.py:AsyncTransport": "the transport written once (see LARGER_FILES)",
