@@ -527,3 +527,46 @@ def test_rediskv_source_keeps_the_order_of_parallel_delta_writes(
             ("copied", True, [])
         ]
         assert fan_out_graph(target).get_state(_config("fan")).values == expected
+
+
+def test_the_migrate_package_exports_what_migrate_py_did() -> None:
+    """migrate.py became a package: every name public before is importable from it still,
+    as the object its module defines (the CLI and the docs import them from there)."""
+    from langgraph.checkpoint.rediskv import migrate as package
+    from langgraph.checkpoint.rediskv.migrate import (
+        common,
+        kept,
+        report,
+        run,
+        source,
+        sources,
+        verify,
+    )
+
+    assert package.__all__ == [
+        "SOURCE_SCHEMES",
+        "MigrationReport",
+        "Source",
+        "ThreadReport",
+        "delta_differences",
+        "migrate",
+        "open_source",
+        "verify_thread",
+    ]
+    exported = {
+        "SOURCE_SCHEMES": sources.SOURCE_SCHEMES,
+        "MigrationReport": report.MigrationReport,
+        "Source": source.Source,
+        "ThreadReport": report.ThreadReport,
+        "delta_differences": verify.delta_differences,
+        "migrate": run.migrate,
+        "open_source": sources.open_source,
+        "verify_thread": verify.verify_thread,
+        "target_form": common.target_form,
+        "WriteKey": common.WriteKey,
+        "Status": report.Status,
+        "WRITE_PATHS_BATCH": kept.WRITE_PATHS_BATCH,
+    }
+    assert {name: getattr(package, name) for name in exported} == exported
+    assert package.migrate is migrate
+    assert package.WRITE_PATHS_BATCH == 500
