@@ -1,6 +1,6 @@
 -- requires:
 -- The words scripts reply with, as the clients compare them: the Python twin is
--- src/langgraph/checkpoint/rediskv/replies.py (tests/test_replies.py: the same words, and no
+-- src/langgraph/checkpoint/rediskv/replies.py (tests/unit/test_replies.py: the same words, and no
 -- script writes one as a literal).
 
 -- A write found jobs of the thread pending (P:gc:{T}): nothing written, the client reaps first.

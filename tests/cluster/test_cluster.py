@@ -21,19 +21,19 @@ from langgraph.checkpoint.rediskv.functions import listed_libraries
 from langgraph.checkpoint.rediskv.keys import KeySchema
 from langgraph.checkpoint.rediskv.scripts import FUNCTION_OPS, function_library
 
-from .conftest import (
+from ..conftest import (
     LocalCluster,
     SlotMove,
     cluster_with_replica,
     new_prefix,
     slot_moving,
 )
-from .test_conformance import test_conformance_all_capabilities  # noqa: F401
-from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
-from .test_eviction import policy_warning
-from .test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
-from .test_security import CLUSTER_COMMANDS, SAVER_COMMANDS
-from .test_ttl import build_chat, expected_messages, turn
+from ..e2e.test_graphs import *  # noqa: F403  (every real-graph test, collected again here)
+from ..faults.test_eviction import policy_warning
+from ..integration.test_conformance import test_conformance_all_capabilities  # noqa: F401
+from ..integration.test_contract import cfg, chain, make_checkpoint, thread_by_thread
+from ..integration.test_security import CLUSTER_COMMANDS, SAVER_COMMANDS
+from ..integration.test_ttl import build_chat, expected_messages, turn
 
 
 @pytest.fixture(scope="module")

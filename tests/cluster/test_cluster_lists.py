@@ -16,9 +16,9 @@ from langgraph.checkpoint.rediskv.core import Batch, ScriptCall, discovery, id_s
 from langgraph.checkpoint.rediskv.core.cluster_lists import LIST_MARGIN
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 
-from .conftest import LocalCluster, SlotMove, new_prefix, set_limits, slot_moving
-from .test_contract import cfg, chain, thread_by_thread
-from .test_threads_by_value import (
+from ..conftest import LocalCluster, SlotMove, new_prefix, set_limits, slot_moving
+from ..integration.test_contract import cfg, chain, thread_by_thread
+from ..integration.test_threads_by_value import (
     all_ids,
     expected,
     listed,
@@ -28,7 +28,7 @@ from .test_threads_by_value import (
     shared_threads,
     threads_of,
 )
-from .test_threads_by_value import visited as visited
+from ..integration.test_threads_by_value import visited as visited
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, Replicatio
 from langgraph.checkpoint.rediskv.core.cluster_lists import run_suffix
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .conftest import LocalCluster, cluster_with_replica, new_prefix, slot_moving
-from .test_contract import cfg, chain, make_checkpoint
+from ..conftest import LocalCluster, cluster_with_replica, new_prefix, slot_moving
+from ..integration.test_contract import cfg, chain, make_checkpoint
 
 
 def test_a_write_ahead_a_failover_lost_is_found_and_entered_again(

@@ -1,1 +1,1 @@
-"""Compatibility with the previous release (tests/test_compat.py)."""
+"""Compatibility with the previous release (tests/e2e/test_compat.py)."""

@@ -1,4 +1,4 @@
-"""The graphs and turns that tests/test_compat.py runs with the previous release (in a
+"""The graphs and turns that tests/e2e/test_compat.py runs with the previous release (in a
 subprocess, tests/compat/old_saver.py) and this one (in-process), alternating on the same
 threads. This module imports whichever package ``langgraph.checkpoint.rediskv`` is on the
 path, so it uses only the API both releases have."""

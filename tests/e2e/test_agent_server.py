@@ -40,9 +40,9 @@ from langgraph.checkpoint.rediskv.server import (
     settings_from_env,
 )
 
-from .conftest import _free_port, new_prefix
+from ..conftest import _free_port, new_prefix
 
-GRAPH_SOURCE = Path(__file__).parent / "agent_server" / "graph.py"
+GRAPH_SOURCE = Path(__file__).parents[1] / "agent_server" / "graph.py"
 FACTORY_PATH = "langgraph.checkpoint.rediskv.server.checkpointer"
 
 

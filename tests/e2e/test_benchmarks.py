@@ -13,7 +13,7 @@ import pytest
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver
 
-BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.demo import build_graph
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import PrivateServer, data_keys, keys_of, snapshot
-from .test_contract import cfg, make_checkpoint
-from .test_security import SAVER_COMMANDS
+from ..conftest import PrivateServer, data_keys, keys_of, snapshot
+from ..integration.test_contract import cfg, make_checkpoint
+from ..integration.test_security import SAVER_COMMANDS
 
 MODULE = "langgraph.checkpoint.rediskv"
 # fixed, so that rich lays tables out the same way wherever the tests run
@@ -711,7 +711,9 @@ def test_index_states_name_a_claimed_key_building() -> None:
 
     registry = {b"user": b"building:3f2a9c", b"\0threads": b"ready", b"a%20b": b"building"}
     assert index_states(registry) == {
-        "(threads by value)": "ready", "a%20b": "building", "user": "building"
+        "(threads by value)": "ready",
+        "a%20b": "building",
+        "user": "building",
     }
 
 
@@ -728,7 +730,9 @@ def test_a_registry_lost_under_a_saver_is_building_again(
         client.delete(f"{prefix}:mk")
         put_history(saver, "b", 1, user="bob")
         assert client.hgetall(f"{prefix}:mk") == {
-            b"\0threads": b"building", b"user": b"building", b"a%20b": b"building"
+            b"\0threads": b"building",
+            b"user": b"building",
+            b"a%20b": b"building",
         }
         report = strict_json(cli.run("doctor", "--json").stdout)
         assert check_of(report, "metadata-indexes") == {

@@ -22,9 +22,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .compat.previous import HistoryMissing, OldSaver, installed_release, previous_release
-from .compat.scenario import TURNS, Runner, checkpoints, run_id
-from .conftest import keys_of
+from ..compat.previous import HistoryMissing, OldSaver, installed_release, previous_release
+from ..compat.scenario import TURNS, Runner, checkpoints, run_id
+from ..conftest import keys_of
 
 KEEP_LAST = 3
 # checkpoints a prune keeps of a delta thread: the latest, and its ancestors back to the
@@ -188,7 +188,7 @@ def test_old_and_new_releases_take_turns_on_the_same_threads(
 def test_a_clone_without_the_history_fails_and_says_so(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    from .compat import previous
+    from ..compat import previous
 
     (tmp_path / "previous_release").write_text("v9.9.9 " + "0" * 40 + "\n")
     monkeypatch.setattr(previous, "RELEASE_FILE", tmp_path / "previous_release")

@@ -12,7 +12,7 @@ import redis
 
 from langgraph.checkpoint.rediskv.__main__ import main
 
-from .conftest import data_keys, keys_of
+from ..conftest import data_keys, keys_of
 
 THREAD = "rediskv-demo"
 
@@ -179,7 +179,7 @@ def test_demo_without_its_extra_prints_the_install_hint(
     err = capsys.readouterr().err
     assert err.splitlines() == [
         "rediskv: error: the demo needs the optional package 'rich': "
-        f"pip install -e '{Path(__file__).resolve().parents[1]}[demo]'"  # from this clone
+        f"pip install -e '{Path(__file__).resolve().parents[2]}[demo]'"  # from this clone
     ]
 
 

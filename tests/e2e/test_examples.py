@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from .conftest import data_keys
+from ..conftest import data_keys
 
 
 @pytest.fixture

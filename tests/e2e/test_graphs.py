@@ -32,7 +32,7 @@ from langgraph.types import Command, StateSnapshot, interrupt
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import keys_of, snapshot, without_base_mark
+from ..conftest import keys_of, snapshot, without_base_mark
 
 Saver = RedisSaver | AsyncRedisSaver
 Graph = Any  # a compiled StateGraph

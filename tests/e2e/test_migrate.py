@@ -38,8 +38,8 @@ from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.__main__ import main
 from langgraph.checkpoint.rediskv.migrate import migrate, open_source, verify_thread
 
-from .conftest import RUN_ID, PrivateServer, data_keys, new_prefix, snapshot
-from .migrate_sources.graph import (
+from ..conftest import RUN_ID, PrivateServer, data_keys, new_prefix, snapshot
+from ..migrate_sources.graph import (
     FINISHED_COUNTS,
     FINISHED_LOG,
     INTERRUPTED_COUNTS,
@@ -47,9 +47,9 @@ from .migrate_sources.graph import (
     build,
     write_threads,
 )
-from .servers import RedisStack, embedded_postgres
+from ..servers import RedisStack, embedded_postgres
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # pending writes of the three threads of write_threads (root and subgraph checkpoints)
 WRITES = 44
 CHECKPOINTS = 2 * sum(FINISHED_COUNTS) + sum(INTERRUPTED_COUNTS)  # 22
@@ -398,7 +398,7 @@ def _chat(saver: Any, thread_id: str, turns: int) -> Any:
     turns of a human message and the bot's reply; the graph, to read the state with."""
     from langchain_core.messages import HumanMessage
 
-    from .test_delta import chat_graph
+    from ..integration.test_delta import chat_graph
 
     graph = chat_graph(saver, snapshot_frequency=100)
     for turn in range(turns):
@@ -509,7 +509,7 @@ def test_rediskv_source_keeps_the_order_of_parallel_delta_writes(
     task path. A rediskv source's task paths are copied with its writes (before: copied as
     '', so the copy replayed them by task id: 'copied' and verified, with the messages of
     every turn in another order)."""
-    from .test_delta import fan_out_graph, human
+    from ..integration.test_delta import fan_out_graph, human
 
     with (
         RedisSaver(server_url, prefix=f"{prefix}-src") as source,

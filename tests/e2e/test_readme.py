@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from .conftest import keys_of
+from ..conftest import keys_of
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 EXAMPLE_URL = '"redis://localhost:6379/0"'
 
 

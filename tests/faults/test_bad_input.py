@@ -18,8 +18,8 @@ from langgraph.checkpoint.rediskv import (
     SerializationError,
 )
 
-from .conftest import snapshot
-from .test_contract import cfg, chain, make_checkpoint
+from ..conftest import snapshot
+from ..integration.test_contract import cfg, chain, make_checkpoint
 
 
 @pytest.fixture

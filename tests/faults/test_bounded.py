@@ -28,8 +28,8 @@ from langgraph.checkpoint.rediskv.core import (
 from langgraph.checkpoint.rediskv.core.limits import Limits
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import data_keys, keys_of, new_prefix, set_limits, set_record_field
-from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
+from ..conftest import data_keys, keys_of, new_prefix, set_limits, set_record_field
+from ..integration.test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 
 def build_chain(

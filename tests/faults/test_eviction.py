@@ -32,7 +32,7 @@ from langgraph.checkpoint.rediskv import (
 from langgraph.checkpoint.rediskv.eviction import FIX, eviction_risk
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .conftest import PrivateServer
+from ..conftest import PrivateServer
 
 CHATS, TURNS = 60, 8
 TTL = {"default_ttl": 60, "refresh_on_read": True}

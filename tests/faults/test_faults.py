@@ -14,9 +14,9 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, RedisUnavailableError
 
-from .conftest import PrivateServer, new_prefix
-from .test_contract import cfg
-from .test_ttl import build_chat, expected_messages, turn
+from ..conftest import PrivateServer, new_prefix
+from ..integration.test_contract import cfg
+from ..integration.test_ttl import build_chat, expected_messages, turn
 
 
 def record_acknowledged(saver: RedisSaver) -> list[dict[str, Any]]:

@@ -24,8 +24,8 @@ from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.core.limits import Limits
 from langgraph.checkpoint.rediskv.errors import CopyInterruptedError
 
-from .conftest import PrivateServer, new_prefix, snapshot
-from .test_contract import cfg, make_checkpoint
+from ..conftest import PrivateServer, new_prefix, snapshot
+from ..integration.test_contract import cfg, make_checkpoint
 
 EXAMPLES = 150
 property_settings = settings(

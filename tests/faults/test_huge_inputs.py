@@ -17,8 +17,8 @@ import redis
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.core import Batch, ScriptCall
 
-from .conftest import data_keys, set_limits
-from .test_contract import cfg, make_checkpoint
+from ..conftest import data_keys, set_limits
+from ..integration.test_contract import cfg, make_checkpoint
 
 # refs in one record: a store of 100,000 channels (8,000 broke)
 WIDE = 100_000

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 
-from .conftest import new_prefix
-from .test_ttl import build_chat, expected_messages
+from ..conftest import new_prefix
+from ..integration.test_ttl import build_chat, expected_messages
 
 TURNS = 10
 

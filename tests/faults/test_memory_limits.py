@@ -11,8 +11,8 @@ import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver, ServerFullError
 
-from .conftest import PrivateServer
-from .test_contract import cfg, make_checkpoint
+from ..conftest import PrivateServer
+from ..integration.test_contract import cfg, make_checkpoint
 
 # the server's own use comes first: about 1.2 MB of the saver's scripts (each with its
 # includes) once every operation has run, and its function library, then the room for about

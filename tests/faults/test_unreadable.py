@@ -26,10 +26,10 @@ from redis.cluster import RedisCluster
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, parse_record
 
-from .conftest import LocalCluster, data_keys, keys_of, new_prefix, record_of, snapshot
-from .test_cli import Cli
-from .test_contract import cfg
-from .test_reference_compression import Chat
+from ..conftest import LocalCluster, data_keys, keys_of, new_prefix, record_of, snapshot
+from ..e2e.test_cli import Cli
+from ..integration.test_contract import cfg
+from ..integration.test_reference_compression import Chat
 
 
 def as_first_layout(packed: bytes) -> bytes:

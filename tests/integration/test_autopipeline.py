@@ -13,7 +13,7 @@ import redis
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, ValueTooLargeError
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import PrivateServer, RoundTrips, new_prefix
+from ..conftest import PrivateServer, RoundTrips, new_prefix
 from .test_contract import cfg, make_checkpoint
 
 

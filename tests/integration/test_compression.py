@@ -18,8 +18,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.compression import MIN_SIZE
 
-from .conftest import keys_of, record_of
-from .prose import PROSE as CORPUS_PROSE
+from ..conftest import keys_of, record_of
+from ..prose import PROSE as CORPUS_PROSE
 from .test_contract import cfg, make_checkpoint
 
 # real prose, not filler

@@ -11,7 +11,7 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 
-from .conftest import new_prefix
+from ..conftest import new_prefix
 
 # tests per capability in langgraph-checkpoint-conformance 0.0.2 (81 in all)
 EXPECTED_TESTS = {

@@ -16,10 +16,10 @@ import redis.asyncio as aredis
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 
-from .conftest import new_prefix
+from ..conftest import new_prefix
 from .test_contract import cfg, make_checkpoint
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def put_one(saver: RedisSaver, thread_id: str, value: object) -> None:

@@ -25,7 +25,7 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .conftest import data_keys, keys_of, set_limits
+from ..conftest import data_keys, keys_of, set_limits
 
 
 def cfg(thread_id: str, ns: str = "", checkpoint_id: str | None = None, **extra: Any) -> Any:
@@ -433,14 +433,14 @@ def test_filters_on_values_beyond_json_match_in_every_process(
     writer = (
         "import sys\n"
         "from langgraph.checkpoint.rediskv import RedisSaver\n"
-        "from tests.test_contract import chain\n"
+        "from tests.integration.test_contract import chain\n"
         f"with RedisSaver({server_url!r}, prefix={saver.prefix!r}) as s:\n"
         f"    print(chain(s, 'other-process', [{{'tags': set({sorted(tags)!r})}}])[0])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", writer],
         env={**os.environ, "PYTHONHASHSEED": "12345"},
-        cwd=Path(__file__).parents[1],
+        cwd=Path(__file__).parents[2],
         capture_output=True,
         text=True,
         check=True,

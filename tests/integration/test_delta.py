@@ -32,7 +32,7 @@ from langgraph.graph.message import _messages_delta_reducer
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, delta
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import RoundTrips, keys_of
+from ..conftest import RoundTrips, keys_of
 
 Saver = RedisSaver | AsyncRedisSaver
 Graph = Any  # a compiled StateGraph

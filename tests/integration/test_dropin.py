@@ -18,7 +18,7 @@ from langgraph.checkpoint.rediskv import (
     ShallowRedisSaver,
 )
 
-from .conftest import LocalCluster, new_prefix
+from ..conftest import LocalCluster, new_prefix
 from .test_contract import cfg, make_checkpoint
 
 ELSEWHERE = "redis://127.0.0.1:1/0"  # where nothing answers: $REDIS_URL must not be used

@@ -26,7 +26,7 @@ from langgraph.checkpoint.rediskv.scripts import (
     script_sources,
 )
 
-from .conftest import PrivateServer, new_prefix
+from ..conftest import PrivateServer, new_prefix
 from .test_contract import cfg, make_checkpoint
 
 LIBRARY, SOURCE, NAMES = function_library()
@@ -634,7 +634,7 @@ def old_version(name: str) -> str:
 def test_libraries_command_lists_and_deletes_those_of_other_versions(
     server: redis.Redis,
 ) -> None:
-    from .test_cli import Cli, strict_json
+    from ..e2e.test_cli import Cli, strict_json
 
     url, prefix = url_of(server), new_prefix()
     cli = Cli(url, prefix)

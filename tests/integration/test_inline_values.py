@@ -22,7 +22,7 @@ from langgraph.checkpoint.rediskv.compression import with_compression
 from langgraph.checkpoint.rediskv.core import INLINE_MARK, writes
 from langgraph.checkpoint.rediskv.keys import decode_part
 
-from .conftest import keys_of, record_of
+from ..conftest import keys_of, record_of
 from .test_contract import cfg, make_checkpoint
 
 BIG = "a sentence of real length, long enough to stay a blob of its own. " * 2

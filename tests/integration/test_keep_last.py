@@ -17,7 +17,7 @@ from langgraph.graph.message import _messages_delta_reducer
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import data_keys, keys_of
+from ..conftest import data_keys, keys_of
 from .test_contract import cfg, make_checkpoint
 from .test_delta import chat_graph, human, thread
 

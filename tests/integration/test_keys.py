@@ -17,7 +17,7 @@ from langgraph.checkpoint.rediskv.canonical import canonical
 from langgraph.checkpoint.rediskv.keys import KeySchema, blob_ref, decode_part, encode_part
 from langgraph.checkpoint.rediskv.scripts import lua_dir
 
-from .conftest import data_keys, keys_of
+from ..conftest import data_keys, keys_of
 
 HOSTILE = [
     "",

@@ -11,8 +11,8 @@ import redis
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
-from .clock import advance_time
-from .conftest import RoundTrips, keys_of
+from ..clock import advance_time
+from ..conftest import RoundTrips, keys_of
 from .test_contract import any_listing, cfg, chain
 
 INDEXED = ("source", "step", "run_id", "user_id")

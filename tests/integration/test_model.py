@@ -41,7 +41,7 @@ Rules (each a hypothesis ``@rule``):
 - ``migrate_keep_last_source``: with keep_last (and no refresh_on_read), one thread migrated
   into a fresh prefix: the report says copied and verified, and the copy holds exactly the
   model's checkpoints and pending writes. (The model's checkpoints have no delta channels:
-  what keep_last hides for those is tests/test_migrate.py's.)
+  what keep_last hides for those is tests/e2e/test_migrate.py's.)
 - ``advance``: 10, 40, 61 or 200 s pass, without sleeping (``tests/clock.py`` lowers every PTTL).
 - ``put_while_its_slot_moves`` (the same machine on the suite's 3-node cluster,
   ``TestSaverModelOnCluster``): the thread's slot is being moved to another node (0, 3 or all
@@ -111,9 +111,9 @@ from langgraph.checkpoint.rediskv.core import Limits
 from langgraph.checkpoint.rediskv.eviction import remove_orphans
 from langgraph.checkpoint.rediskv.keys import decode_part, parse_record
 
-from .clock import advance_time
-from .conftest import LocalCluster, PrivateServer, new_prefix, slot_moving
-from .prose import PROSE as CORPUS_PROSE
+from ..clock import advance_time
+from ..conftest import LocalCluster, PrivateServer, new_prefix, slot_moving
+from ..prose import PROSE as CORPUS_PROSE
 
 INF = math.inf
 BASE_THREADS = ("t0", "t1", "t:2")

@@ -16,7 +16,7 @@ import redis
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import pack_fields, pack_record, parse_record
 
-from .conftest import keys_of, record_of
+from ..conftest import keys_of, record_of
 from .test_contract import cfg, make_checkpoint
 from .test_reference_compression import Chat
 

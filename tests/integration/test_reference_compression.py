@@ -43,9 +43,9 @@ from langgraph.checkpoint.rediskv.compression import (
     reference_parameters,
 )
 
-from .clock import advance_time
-from .conftest import PrivateServer, RoundTrips, keys_of, record_of, without_base_mark
-from .prose import PROSE
+from ..clock import advance_time
+from ..conftest import PrivateServer, RoundTrips, keys_of, record_of, without_base_mark
+from ..prose import PROSE
 from .test_contract import cfg, make_checkpoint
 
 

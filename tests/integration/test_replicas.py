@@ -22,7 +22,7 @@ from langgraph.checkpoint.rediskv import (
     ReplicationError,
 )
 
-from .conftest import PrivateServer, new_prefix
+from ..conftest import PrivateServer, new_prefix
 from .test_contract import cfg, chain, make_checkpoint
 
 

@@ -9,7 +9,7 @@ import redis
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 
-from .conftest import RoundTrips, new_prefix
+from ..conftest import RoundTrips, new_prefix
 from .test_contract import cfg, chain, make_checkpoint
 
 

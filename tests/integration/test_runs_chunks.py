@@ -16,7 +16,7 @@ from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.core import ScriptCall, jobs
 from langgraph.checkpoint.rediskv.core.limits import Limits
 
-from .conftest import keys_of, set_limits
+from ..conftest import keys_of, set_limits
 from .test_delta import chat_graph
 
 

@@ -26,7 +26,7 @@ from langgraph.checkpoint.rediskv.scripts import (
     script_sources,
 )
 
-from .conftest import new_prefix
+from ..conftest import new_prefix
 from .test_contract import cfg, make_checkpoint
 
 _COUNTS = re.compile(r"^  Counts: KEYS (\S+); ARGV (\S+)$", re.MULTILINE)

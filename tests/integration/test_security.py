@@ -29,8 +29,8 @@ from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.core import writes
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .conftest import PrivateServer, _free_port, keys_of, record_of, set_record_field
-from .servers import redis_stack_files
+from ..conftest import PrivateServer, _free_port, keys_of, record_of, set_record_field
+from ..servers import redis_stack_files
 from .test_contract import cfg, make_checkpoint
 from .test_reference_compression import Chat
 from .test_ttl import build_chat, expected_messages, turn
@@ -59,8 +59,8 @@ SAVER_COMMANDS = [
 # ZRANGEBYSCORE
 CLUSTER_COMMANDS = ["command", "cluster|slots", "cluster|nodes", "hdel", "zrangebyscore"]
 
-_RELIABILITY = Path(__file__).resolve().parents[1] / "docs" / "reliability.md"
-_LUA = Path(__file__).resolve().parents[1] / "lua"
+_RELIABILITY = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
+_LUA = Path(__file__).resolve().parents[2] / "lua"
 
 
 def test_the_security_docs_list_every_command_the_scripts_call() -> None:

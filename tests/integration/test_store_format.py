@@ -17,10 +17,10 @@ from langgraph.checkpoint.rediskv import __version__ as version
 from langgraph.checkpoint.rediskv.keys import KeySchema
 from langgraph.checkpoint.rediskv.storeformat import RELEASE, WRITES_FORMAT, release_tuple
 
-from .conftest import snapshot
+from ..conftest import snapshot
 from .test_contract import cfg, chain
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_release_is_the_packages_version() -> None:

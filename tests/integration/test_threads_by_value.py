@@ -17,8 +17,8 @@ from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.core import discovery, id_score, paging
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 
-from .clock import advance_time
-from .conftest import data_keys, keys_of, record_of, set_limits, set_record_field
+from ..clock import advance_time
+from ..conftest import data_keys, keys_of, record_of, set_limits, set_record_field
 from .test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 THREADS = 24

@@ -17,8 +17,8 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from .clock import advance_time
-from .conftest import RoundTrips, data_keys, keys_of
+from ..clock import advance_time
+from ..conftest import RoundTrips, data_keys, keys_of
 from .test_contract import cfg, chain, make_checkpoint
 
 

@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, pack_record
 
-from .conftest import data_keys, keys_of, record_of
+from ..conftest import data_keys, keys_of, record_of
 from .test_contract import cfg, make_checkpoint
 
 # put_writes.lua's RECORD_WRITES_MAX

@@ -1,7 +1,7 @@
 """A fast unit layer without a server: the scripts and the core on fakeredis (with Lua).
 
 It never replaces the real-server runs (every other test file); it gives a quick answer while
-editing a script, e.g. `./scripts/test tests/test_fakeredis.py`."""
+editing a script, e.g. `./scripts/test tests/unit/test_fakeredis.py`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 
 from langgraph.checkpoint.rediskv import RedisSaver
 
-from .conftest import new_prefix
-from .test_conformance import EXPECTED_TESTS
-from .test_contract import cfg, chain
+from ..conftest import new_prefix
+from ..integration.test_conformance import EXPECTED_TESTS
+from ..integration.test_contract import cfg, chain
 
 
 class FlaglessFakeRedis(fakeredis.FakeRedis):

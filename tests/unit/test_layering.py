@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = "langgraph.checkpoint.rediskv"
-ROOT = Path(__file__).resolve().parents[1] / "src" / "langgraph" / "checkpoint" / "rediskv"
+ROOT = Path(__file__).resolve().parents[2] / "src" / "langgraph" / "checkpoint" / "rediskv"
 LOGIC = f"{PACKAGE}.core"
 # what the logic may not import: I/O, concurrency, and the transports
 FORBIDDEN_IN_LOGIC = ("redis", "asyncio", "threading")

@@ -1,5 +1,5 @@
 """The words the Lua scripts reply with, as bytes, as the transports receive and compare them.
-The Lua twin is ``lua/include/replies.lua`` (tests/test_replies.py checks that both define the
+The Lua twin is ``lua/include/replies.lua`` (tests/unit/test_replies.py checks that both define the
 same words, and that no script writes one as a literal)."""
 
 from __future__ import annotations

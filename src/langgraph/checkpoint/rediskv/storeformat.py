@@ -3,7 +3,7 @@
 A prefix may hold ``P:fmt``: the lowest release of this package that reads what is stored
 under it. Without it the store is in the format of 0.1.0 (the first release, which knows no
 ``P:fmt``), and so is everything this release writes: 0.1.0 and this release run side by side
-on one prefix (tests/test_compat.py). A release whose writes an earlier release would misread
+on one prefix (tests/e2e/test_compat.py). A release whose writes an earlier release would misread
 sets ``P:fmt`` to itself before it writes them (raising it, never lowering it). A saver reads
 ``P:fmt`` once, at its first call (``lua/store_format.lua``), and refuses the prefix if it
 needs a later release than this one, before it reads or writes anything of it.
@@ -19,10 +19,10 @@ from .errors import StoreFormatError as StoreFormatError  # (re-exported)
 
 T = TypeVar("T")
 
-# this release (pyproject.toml's version: tests/test_store_format.py checks)
+# this release (pyproject.toml's version: tests/integration/test_store_format.py checks)
 RELEASE = "0.2.0"
 # the lowest release that reads what this release writes, which P:fmt says when it is later
-# than 0.1.0: 0.1.0 reads every key and record that 0.2.0 writes (tests/test_compat.py)
+# than 0.1.0: 0.1.0 reads every key and record that 0.2.0 writes (tests/e2e/test_compat.py)
 WRITES_FORMAT = "0.1.0"
 
 
