@@ -421,6 +421,7 @@ def test_other_code_under_the_librarys_name_on_one_primary_turns_functions_off(
         node_stats.admins[port].function_delete(LIBRARY)  # (the next saver loads its own)
 
 
+@pytest.mark.slow
 def test_a_primary_down_or_hung_holds_up_no_call_to_another(tmp_path: Path) -> None:
     """The library is checked on each primary before its first FCALL there. It was checked
     on every primary at once: one that did not answer held up every call of the saver for its
@@ -543,6 +544,7 @@ def test_saver_works_as_an_acl_user_limited_to_its_prefix_on_a_cluster(
             admin.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_batch_after_a_failover_goes_to_the_new_primary(tmp_path: Path, mode: str) -> None:
     """A batch of scripts (a thread's threads-by-value entries, delete_for_runs, ...) sent

@@ -73,6 +73,7 @@ def _thread_in_slots(prefix: str, first: int, last: int) -> str:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_wait_for_replicas_waits_on_the_primary_that_took_the_write(
     tmp_path: Path, mode: str

@@ -497,6 +497,7 @@ async def wait_for(what: str, check: Any, timeout: float = 30) -> None:
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.slow
 async def test_agent_server(
     agent_server: tuple[AgentServer, str], server_url: str, client: redis.Redis
 ) -> None:
@@ -669,6 +670,7 @@ async def test_agent_server(
     assert await sdk.threads.get_history(b, limit=100) == b_history
 
 
+@pytest.mark.slow
 async def test_agent_server_refuses_to_start(
     agent_server: tuple[AgentServer, str], server_url: str
 ) -> None:

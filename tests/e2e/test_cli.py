@@ -147,6 +147,7 @@ def store(server_url: str, prefix: str) -> Iterator[RedisSaver]:
         yield saver
 
 
+@pytest.mark.slow
 def test_read_commands(cli: Cli, store: RedisSaver, client: redis.Redis, prefix: str) -> None:
     gamma = list(store.list(config("gamma")))
     alpha = list(store.list(config("alpha")))
@@ -402,6 +403,7 @@ def test_doctor(cli: Cli, server_url: str, prefix: str, client: redis.Redis) -> 
     assert lines[-1] == "doctor found problems (exit code 2)"
 
 
+@pytest.mark.slow
 def test_errors_are_one_line(cli: Cli, server_url: str, prefix: str, client: redis.Redis) -> None:
     with RedisSaver(server_url, prefix=prefix) as saver:
         graph = build_graph(saver)
@@ -582,6 +584,7 @@ def check_of(report: dict[str, Any], name: str) -> dict[str, str]:
     return check
 
 
+@pytest.mark.slow
 def test_every_command_works_as_the_least_privilege_user(
     private_server: PrivateServer, prefix: str
 ) -> None:

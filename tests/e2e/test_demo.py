@@ -94,6 +94,7 @@ def test_demo_restores_the_conversation_after_a_restart(
     assert len(keys_of(client, f"{prefix}:cp:{{{THREAD}}}:*")) == 9
 
 
+@pytest.mark.slow
 def test_demo_run_again_goes_on_with_the_conversation(
     server_url: str, prefix: str, client: redis.Redis
 ) -> None:

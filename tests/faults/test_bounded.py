@@ -72,6 +72,7 @@ def drive(saver: RedisSaver, op: Op[Any], steps: int) -> None:
     op.close()
 
 
+@pytest.mark.slow
 def test_whole_thread_operations_on_a_giant_thread_go_in_steps(
     saver: RedisSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -430,6 +431,7 @@ def forget_prefix(client: redis.Redis, prefix: str) -> None:
         client.unlink(*keys[start : start + 1000])
 
 
+@pytest.mark.slow
 def test_list_none_holds_the_same_memory_over_ten_times_the_threads(
     server_url: str, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:

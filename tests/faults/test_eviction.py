@@ -169,6 +169,7 @@ def count_fall_backs(
     return fell_back
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["volatile-lru", "allkeys-lru", "volatile-ttl"])
 def test_an_evicting_server_never_makes_a_thread_silently_empty(
     tmp_path: Path, policy: str

@@ -71,6 +71,7 @@ def as_stored(metadata: dict[str, Any]) -> dict[str, Any]:
     return get_checkpoint_metadata({}, metadata)  # type: ignore[arg-type, return-value]
 
 
+@pytest.mark.slow
 @property_settings
 @given(thread_a=ids, ns_a=ids, id_a=checkpoint_ids, thread_b=ids, ns_b=ids, id_b=checkpoint_ids)
 def test_arbitrary_ids_round_trip_and_stay_apart(
@@ -112,6 +113,7 @@ def _round_trip_ids(saver: RedisSaver, rows: list[tuple[str, str, str, str]]) ->
     filter_keys=st.lists(metadata_keys, max_size=3, unique=True),
     extra=json_values,
 )
+@pytest.mark.slow
 def test_filters_are_exact(
     server_url: str,
     metadatas: list[dict[str, Any]],
@@ -144,6 +146,7 @@ def test_filters_are_exact(
         saver.delete_thread("t")
 
 
+@pytest.mark.slow
 @property_settings
 @given(value=json_values)
 def test_channel_values_round_trip_exactly(server_url: str, value: Any) -> None:

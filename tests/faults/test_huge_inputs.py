@@ -52,6 +52,7 @@ def blob_count(client: redis.Redis, prefix: str) -> int:
     return sum(1 for _ in client.scan_iter(match=f"{prefix}:blob:*", count=5000))
 
 
+@pytest.mark.slow
 def test_prune_of_records_of_100k_refs_keeps_the_latest_and_the_thread_usable(
     saver: RedisSaver, client: redis.Redis, prefix: str
 ) -> None:
@@ -71,6 +72,7 @@ def test_prune_of_records_of_100k_refs_keeps_the_latest_and_the_thread_usable(
     assert data_keys(client, prefix) == []
 
 
+@pytest.mark.slow
 def test_delete_for_runs_of_records_of_100k_refs_drops_the_run_and_keeps_the_rest(
     saver: RedisSaver, client: redis.Redis, prefix: str
 ) -> None:
@@ -142,6 +144,7 @@ def put_runs(saver: RedisSaver, thread: str, count: int) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_delete_for_runs_of_many_runs_of_one_thread_deletes_exactly_them(
     saver: RedisSaver, client: redis.Redis, prefix: str
 ) -> None:

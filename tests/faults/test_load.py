@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 
 from ..conftest import new_prefix
@@ -14,6 +16,7 @@ from ..integration.test_ttl import build_chat, expected_messages
 TURNS = 10
 
 
+@pytest.mark.slow
 async def test_500_concurrent_async_graphs_through_50_connections(server_url: str) -> None:
     async with AsyncRedisSaver(server_url, prefix=new_prefix(), max_connections=50) as saver:
         graph = build_chat(saver)
@@ -37,6 +40,7 @@ async def test_500_concurrent_async_graphs_through_50_connections(server_url: st
         assert saver.client.connection_pool.max_connections == 50
 
 
+@pytest.mark.slow
 def test_sync_saver_from_32_threads(server_url: str) -> None:
     with RedisSaver(server_url, prefix=new_prefix(), max_connections=16) as saver:
         graph = build_chat(saver)

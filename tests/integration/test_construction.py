@@ -190,6 +190,7 @@ async def test_unix_socket_url_async_packs_in_c(tmp_path: Path) -> None:
     assert tup is not None and tup.checkpoint["channel_values"] == {"v": "socket"}
 
 
+@pytest.mark.slow
 async def test_pool_makes_200_concurrent_callers_wait(server_url: str) -> None:
     async with AsyncRedisSaver(server_url, prefix=new_prefix(), max_connections=4) as saver:
 
@@ -217,6 +218,7 @@ def test_sync_pool_makes_32_threads_wait(server_url: str) -> None:
     assert values == {f"t{i}": i for i in range(200)}
 
 
+@pytest.mark.slow
 def test_wheel_works_in_a_fresh_venv_outside_the_repo(tmp_path: Path, server_url: str) -> None:
     """`pip wheel .` ships the Lua scripts; the wheel, installed outside the repo, works."""
     dist = tmp_path / "dist"

@@ -287,6 +287,7 @@ async def assert_rebuilt(
 
 
 # -- scenarios ------------------------------------------------------------------------------------
+@pytest.mark.slow
 async def test_sixty_turns_rebuild_exactly_at_every_checkpoint(
     runner: Runner, monkeypatch: pytest.MonkeyPatch
 ) -> None:

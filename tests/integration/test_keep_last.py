@@ -171,6 +171,7 @@ def test_a_bad_keep_last_is_refused(server_url: str, bad: Any) -> None:
         RedisSaver(server_url, keep_last=bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("snapshot_frequency", [1, 4, 7])
 def test_delta_channels_rebuild_exactly_with_keep_last_1(
     server_url: str, prefix: str, client: redis.Redis, snapshot_frequency: int

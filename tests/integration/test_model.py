@@ -1252,6 +1252,7 @@ def _server(small_bulk_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 SaverMachine.TestCase.settings = _settings()
 TestSaverModel = SaverMachine.TestCase
+TestSaverModel.pytestmark = [pytest.mark.slow]
 
 
 class ClusterSaverMachine(SaverMachine):
@@ -1291,5 +1292,6 @@ ClusterSaverMachine.TestCase.settings = settings(
 
 
 @pytest.mark.usefixtures("_cluster")
+@pytest.mark.slow
 class TestSaverModelOnCluster(ClusterSaverMachine.TestCase):  # type: ignore[misc,valid-type]
     pass
