@@ -110,6 +110,10 @@ def test_the_logic_package_imports_no_io_and_no_transport() -> None:
                 wrong.append(f"{name} imports {target}")
     assert wrong == []
     assert len([n for n in modules if n.startswith(LOGIC + ".")]) >= 10  # (the rule ran)
+    # the invariant checker and the delta walk are logic too: they live in core/, under
+    # the rule (they were check.py and delta.py beside the transports)
+    assert {f"{LOGIC}.check", f"{LOGIC}.delta"} <= set(modules)
+    assert not {f"{PACKAGE}.check", f"{PACKAGE}.delta"} & set(modules)
 
 
 def test_the_rule_finds_a_forbidden_import(tmp_path: Path) -> None:
@@ -160,7 +164,7 @@ def test_no_module_takes_another_modules_private_names() -> None:
 
 
 # the operations outside core/ that drive core's objects (SaverCore) the same way
-CORE_CLIENTS = tuple(f"{PACKAGE}.{m}" for m in ("check", "delta", "storeformat", "eviction"))
+CORE_CLIENTS = tuple(f"{PACKAGE}.{m}" for m in ("storeformat", "eviction"))
 
 
 def test_the_logic_calls_no_private_method_of_another_object() -> None:

@@ -105,8 +105,8 @@ from langgraph.checkpoint.base.id import uuid6
 from redis.cluster import RedisCluster
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
-from langgraph.checkpoint.rediskv.check import UNREADABLE_BLOB
 from langgraph.checkpoint.rediskv.core import Limits
+from langgraph.checkpoint.rediskv.core.check import UNREADABLE_BLOB
 from langgraph.checkpoint.rediskv.eviction import remove_orphans
 from langgraph.checkpoint.rediskv.keys import decode_part, parse_record
 from langgraph.checkpoint.rediskv.options import SaverSettings

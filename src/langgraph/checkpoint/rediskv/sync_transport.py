@@ -42,7 +42,6 @@ from .base import (
     refuse_decoding_client,
     retry_backoff,
 )
-from .check import Problem, check_store
 from .compat import resolve_arguments
 from .core import (
     DEFAULT_BULK_LIMIT,
@@ -56,7 +55,8 @@ from .core import (
     ScriptCall,
     Stream,
 )
-from .delta import get_delta_channel_history
+from .core.check import Problem, check_store
+from .core.delta import get_delta_channel_history
 from .eviction import check_policy_once
 from .functions import FunctionLibrary
 from .options import (

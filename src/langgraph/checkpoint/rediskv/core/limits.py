@@ -2,8 +2,8 @@
 
 They change no stored byte, only how work is cut into steps, so a test may pass smaller ones
 (``SaverSettings.from_kwargs(url, limits=Limits(list_window=2))``, see options.py) to reach
-a path that would otherwise need a store of thousands of threads. The marks and words of the stored format are
-not limits: they live with the code that writes them (codec, rules, keys).
+a path that would otherwise need a store of thousands of threads. The marks and words of the
+stored format are not limits: they live with the code that writes them (codec, rules, keys).
 """
 
 from __future__ import annotations

@@ -17,9 +17,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, get_checkpoint_id
 
-from .compression import REF_MARK
-from .core import Op, SaverCore, ScriptCall, thread_id_of
-from .keys import encode_part
+from ..compression import REF_MARK
+from ..keys import encode_part
+from .requests import Op, ScriptCall
+from .rules import thread_id_of
+from .saver import SaverCore
 
 
 def get_delta_channel_history(
