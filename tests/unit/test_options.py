@@ -3,11 +3,12 @@ from (a keyword argument, then the environment, then the default)."""
 
 from __future__ import annotations
 
+import inspect
 from datetime import timedelta
 
 import pytest
 
-from langgraph.checkpoint.rediskv import RedisSaver
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.core import Limits
 from langgraph.checkpoint.rediskv.errors import SettingsError
 from langgraph.checkpoint.rediskv.options import SaverSettings
@@ -171,3 +172,23 @@ def test_the_saver_keeps_its_settings() -> None:
         made.close()
     finally:
         saver.close()
+
+
+@pytest.mark.parametrize("saver", [RedisSaver, AsyncRedisSaver])
+def test_from_kwargs_takes_the_constructors_options_with_their_defaults(saver: type) -> None:
+    """from_kwargs mirrors the constructors' signature (the documented one): the same names
+    and defaults, but the client, the serializer and redis-py's options, which are not
+    settings; auto_pipeline is the async saver's only."""
+    own = {
+        name: p.default
+        for name, p in inspect.signature(saver.__init__).parameters.items()
+        if name not in ("self", "url", "client", "serde", "redis_kwargs")
+    }
+    mirrored = {
+        name: p.default
+        for name, p in inspect.signature(SaverSettings.from_kwargs).parameters.items()
+        if name not in ("url", "client_given", "limits")
+    }
+    if saver is RedisSaver:
+        mirrored.pop("auto_pipeline")
+    assert own == mirrored
