@@ -163,8 +163,20 @@ class SyncTransport(RedisSaverBase):
         **redis_kwargs: Any,
     ) -> Saver:
         """A saver made from settings already validated (``SaverSettings.from_kwargs`` or
-        ``.from_env``), on ``client`` or on a connection of its own to ``settings.url``
-        (``redis_kwargs``: options of redis-py's connection, as for the constructor)."""
+        ``.from_env``), on ``client`` or on a connection of its own to ``settings.url``.
+
+        Args:
+            settings: the saver's options, checked (see options.py).
+            client: a redis-py client to use instead of a connection of its own.
+            serde: the serializer (LangGraph's JsonPlusSerializer by default).
+            **redis_kwargs: options of redis-py's connection, as for the constructor.
+
+        Returns:
+            The saver.
+
+        Raises:
+            ValueError: a client that decodes replies into text.
+        """
         saver = cls.__new__(cls)
         saver._start(settings, client, serde, redis_kwargs)
         return saver
