@@ -28,7 +28,9 @@ import redis
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.compression import stored_base_mark
+from langgraph.checkpoint.rediskv.core import Limits
 from langgraph.checkpoint.rediskv.keys import pack_record, parse_record
+from langgraph.checkpoint.rediskv.options import SaverSettings
 
 RUN_ID = uuid.uuid4().hex[:10]
 _counter = itertools.count()
@@ -508,6 +510,12 @@ def set_record_field(client: redis.Redis, key: str, name: str, value: bytes) -> 
     fields = {f.encode(): v for f, v in record_of(client, key).items()}
     fields[name.encode()] = value
     client.set(key, pack_record(fields), keepttl=True)
+
+
+def saver_with_limits(url: str, limits: Limits, **options: Any) -> RedisSaver:
+    """A saver made with ``limits`` (core.limits.Limits) in its settings, to reach with a few
+    checkpoints the paths a store of thousands takes."""
+    return RedisSaver.from_settings(SaverSettings.from_kwargs(url, limits=limits, **options))
 
 
 def set_limits(monkeypatch: pytest.MonkeyPatch, saver: RedisSaverBase, **changes: Any) -> None:

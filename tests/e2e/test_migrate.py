@@ -533,9 +533,9 @@ def test_the_migrate_package_exports_what_migrate_py_did() -> None:
     """migrate.py became a package: every name public before is importable from it still,
     as the object its module defines (the CLI and the docs import them from there)."""
     from langgraph.checkpoint.rediskv import migrate as package
+    from langgraph.checkpoint.rediskv import sync
     from langgraph.checkpoint.rediskv.migrate import (
         common,
-        kept,
         report,
         run,
         source,
@@ -565,7 +565,7 @@ def test_the_migrate_package_exports_what_migrate_py_did() -> None:
         "target_form": common.target_form,
         "WriteKey": common.WriteKey,
         "Status": report.Status,
-        "WRITE_PATHS_BATCH": kept.WRITE_PATHS_BATCH,
+        "WRITE_PATHS_BATCH": sync.WRITE_PATHS_BATCH,
     }
     assert {name: getattr(package, name) for name in exported} == exported
     assert package.migrate is migrate

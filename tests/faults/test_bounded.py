@@ -14,7 +14,6 @@ import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.core import (
     Batch,
     Op,
@@ -28,7 +27,14 @@ from langgraph.checkpoint.rediskv.core import (
 from langgraph.checkpoint.rediskv.core.limits import Limits
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from ..conftest import data_keys, keys_of, new_prefix, set_limits, set_record_field
+from ..conftest import (
+    data_keys,
+    keys_of,
+    new_prefix,
+    saver_with_limits,
+    set_limits,
+    set_record_field,
+)
 from ..integration.test_contract import cfg, chain, make_checkpoint, thread_by_thread
 
 
@@ -440,12 +446,11 @@ def test_list_none_holds_the_same_memory_over_ten_times_the_threads(
     with one it keeps the newest `limit` ids: the client's memory is the same over 3,000
     threads as over 300 (a SCAN step's keys, one round trip's pages or ids)."""
     # (small SCAN steps: they do not count)
-    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(scan_count=100))
     peaks: dict[int, dict[str, int]] = {}
     for threads in (300, 3000):
         prefix = new_prefix()
         try:
-            with RedisSaver(server_url, prefix=prefix) as saver:
+            with saver_with_limits(server_url, Limits(scan_count=100), prefix=prefix) as saver:
                 ids = many_threads(saver, threads, 2)
                 count, peaks.setdefault(threads, {})["all"] = peak_of(saver)
                 assert count == len(ids)

@@ -20,11 +20,10 @@ from langgraph.checkpoint.rediskv import (
     ServerFullError,
     ValueTooLargeError,
 )
-from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.core.limits import Limits
 from langgraph.checkpoint.rediskv.errors import CopyInterruptedError
 
-from ..conftest import PrivateServer, new_prefix, snapshot
+from ..conftest import PrivateServer, new_prefix, saver_with_limits, snapshot
 from ..integration.test_contract import cfg, make_checkpoint
 
 EXAMPLES = 150
@@ -283,8 +282,7 @@ def test_a_copy_whose_job_was_discarded_does_not_write_into_the_next_copys(
     B's job, and published it, T a mix of both sources, and B failed. A copy's job is its
     number and a token of its own now."""
     # a chunk per checkpoint
-    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(export_checkpoints=1))
-    with RedisSaver(server_url, prefix=prefix) as saver:
+    with saver_with_limits(server_url, Limits(export_checkpoints=1), prefix=prefix) as saver:
         a, b, s2 = begin_two_copies(saver)
         a.until()
         b.until()
@@ -298,8 +296,7 @@ def test_a_copy_refused_midway_discards_its_own_job_only(
 ) -> None:
     """A copy the server refuses midway discards its job; it reaped every job of the target,
     so the copy begun since was discarded too."""
-    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(export_checkpoints=1))
-    with RedisSaver(server_url, prefix=prefix) as saver:
+    with saver_with_limits(server_url, Limits(export_checkpoints=1), prefix=prefix) as saver:
         a, b, s2 = begin_two_copies(saver)
         a.until("chunk")
         a.step(fail=ServerFullError("refused (test)"))  # A's next chunk, refused
@@ -336,8 +333,7 @@ def test_a_copy_onto_an_existing_target_stopped_midway_says_what_stays(
 ) -> None:
     """Found by review: onto a target that exists, chunks go straight in; one refused because
     the target has a job pending said "the copy discarded", yet what was copied stays."""
-    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(export_checkpoints=1))
-    with RedisSaver(server_url, prefix=prefix) as saver:
+    with saver_with_limits(server_url, Limits(export_checkpoints=1), prefix=prefix) as saver:
         own = put_chain(saver, "E", 2)
         source = put_chain(saver, "s2", 4)
         copy = StepByStep(saver, saver._core.copy_thread("s2", "E"))

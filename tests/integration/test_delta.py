@@ -29,10 +29,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import _messages_delta_reducer
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver, delta
+from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from ..conftest import RoundTrips, keys_of
+from ..conftest import RoundTrips, keys_of, set_limits
 
 Saver = RedisSaver | AsyncRedisSaver
 Graph = Any  # a compiled StateGraph
@@ -465,7 +465,7 @@ async def test_walk_goes_on_past_the_budget(
 ) -> None:
     graph = chat_graph(runner.saver, snapshot_frequency=1000)
     recorded = await chat(runner, graph, "t", range(8))
-    monkeypatch.setattr(delta, "HISTORY_BUDGET", 4)
+    set_limits(monkeypatch, runner.saver, history_budget=4)
     config = recorded[-1][0]
     round_trips = RoundTrips(monkeypatch)
     ours = await runner.history(runner.saver, config, ["messages"])

@@ -105,14 +105,14 @@ from langgraph.checkpoint.base.id import uuid6
 from redis.cluster import RedisCluster
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
-from langgraph.checkpoint.rediskv.base import RedisSaverBase
-from langgraph.checkpoint.rediskv.check import UNREADABLE_BLOB
 from langgraph.checkpoint.rediskv.core import Limits
+from langgraph.checkpoint.rediskv.core.check import UNREADABLE_BLOB
 from langgraph.checkpoint.rediskv.eviction import remove_orphans
 from langgraph.checkpoint.rediskv.keys import decode_part, parse_record
+from langgraph.checkpoint.rediskv.options import SaverSettings
 
 from ..clock import advance_time
-from ..conftest import LocalCluster, PrivateServer, new_prefix, slot_moving
+from ..conftest import LocalCluster, PrivateServer, new_prefix, saver_with_limits, slot_moving
 from ..prose import PROSE as CORPUS_PROSE
 
 INF = math.inf
@@ -227,9 +227,12 @@ filters = st.none() | st.lists(filter_items, max_size=2, unique_by=lambda kv: kv
 class SaverMachine(RuleBasedStateMachine):
     server_url: ClassVar[str] = ""
     cluster: ClassVar[bool] = False
+    limits: ClassVar[Limits] = Limits()
 
     def new_saver(self, **options: Any) -> RedisSaver:
-        return RedisSaver(self.server_url, prefix=self.prefix, cluster=self.cluster, **options)
+        return saver_with_limits(
+            self.server_url, self.limits, prefix=self.prefix, cluster=self.cluster, **options
+        )
 
     def __init__(self) -> None:
         super().__init__()
@@ -922,7 +925,9 @@ class SaverMachine(RuleBasedStateMachine):
             return
         target_prefix = new_prefix()
         try:
-            with RedisSaver(self.server_url, prefix=target_prefix, cluster=self.cluster) as target:
+            with saver_with_limits(
+                self.server_url, self.limits, prefix=target_prefix, cluster=self.cluster
+            ) as target:
                 (entry,) = migrate(self.saver, target, threads=[th.id]).threads
                 if (entry.status, entry.verified, entry.problems) != ("copied", True, []):
                     fail("migrate.report", f"{th.id!r}: {entry}")
@@ -1145,12 +1150,15 @@ class SaverMachine(RuleBasedStateMachine):
         )
 
         async def write_at_once() -> list[Any]:
-            async with AsyncRedisSaver(
-                self.server_url,
-                prefix=self.prefix,
-                ttl=options,
-                index_metadata=self.indexed,
-                keep_last=self.keep_last,
+            async with AsyncRedisSaver.from_settings(
+                SaverSettings.from_kwargs(
+                    self.server_url,
+                    prefix=self.prefix,
+                    ttl=options,
+                    index_metadata=self.indexed,
+                    keep_last=self.keep_last,
+                    limits=self.limits,
+                )
             ) as writer:
                 return await asyncio.gather(
                     *(writer.aput(*args) for args in queued), return_exceptions=True
@@ -1247,7 +1255,7 @@ def _server(small_bulk_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
         first_ids=2,
         select_ids=4,
     )
-    monkeypatch.setattr(RedisSaverBase, "_limits", small)  # (every saver the machine makes)
+    SaverMachine.limits = small  # (every saver the machine makes)
 
 
 SaverMachine.TestCase.settings = _settings()

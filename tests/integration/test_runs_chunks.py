@@ -12,11 +12,10 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph.checkpoint.rediskv import RedisSaver
-from langgraph.checkpoint.rediskv.base import RedisSaverBase
 from langgraph.checkpoint.rediskv.core import ScriptCall, jobs
 from langgraph.checkpoint.rediskv.core.limits import Limits
 
-from ..conftest import keys_of, set_limits
+from ..conftest import keys_of, saver_with_limits, set_limits
 from .test_delta import chat_graph
 
 
@@ -87,8 +86,7 @@ def test_client_dying_between_chunks_deletes_nothing(
     server_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = redis.Redis.from_url(server_url)
-    monkeypatch.setattr(RedisSaverBase, "_limits", Limits(run_chunk=1))
-    with RedisSaver(server_url, prefix=prefix) as saver:
+    with saver_with_limits(server_url, Limits(run_chunk=1), prefix=prefix) as saver:
         six_runs(saver)
         send = saver._send
 

@@ -1,7 +1,7 @@
 """LangGraph checkpointer for plain Redis and Valkey (core commands and Lua only, no modules)."""
 
 from .aio import AsyncRedisSaver
-from .check import Problem
+from .core.check import Problem
 from .errors import (
     CheckpointLostError,
     CopyInterruptedError,

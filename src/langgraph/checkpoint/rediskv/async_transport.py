@@ -32,20 +32,13 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ClusterError, RedisError, ResponseError, TryAgainError
 
 from .base import (
-    CONNECT_TIMEOUT,
-    MAX_CONNECTIONS,
-    POOL_TIMEOUT,
-    RETRIES,
     RUN_ALONE,
-    SLOT_MOVE_WAIT,
-    SOCKET_TIMEOUT,
     UNAVAILABLE,
     RedisSaverBase,
     check_server,
     refuse_decoding_client,
     retry_backoff,
 )
-from .check import Problem, check_store
 from .compat import resolve_arguments
 from .core import (
     DEFAULT_BULK_LIMIT,
@@ -59,9 +52,19 @@ from .core import (
     ScriptCall,
     Stream,
 )
-from .delta import get_delta_channel_history
+from .core.check import Problem, check_store
+from .core.delta import get_delta_channel_history
 from .eviction import acheck_policy_once
 from .functions import FunctionLibrary
+from .options import (
+    CONNECT_TIMEOUT,
+    MAX_CONNECTIONS,
+    POOL_TIMEOUT,
+    RETRIES,
+    SLOT_MOVE_WAIT,
+    SOCKET_TIMEOUT,
+    SaverSettings,
+)
 from .replication import ATTEMPTS, WaitForReplicas, take_replies, waited_calls
 from .scripts import script_sources
 from .settings import ttl_seconds
@@ -77,6 +80,7 @@ from .transport_support import (
 )
 
 T = TypeVar("T")
+Saver = TypeVar("Saver", bound="AsyncTransport")
 
 
 async def at_once(calls: Iterable[Awaitable[T]]) -> builtins.list[T]:
@@ -125,32 +129,82 @@ class AsyncTransport(RedisSaverBase):
             own_names=inspect.signature(AsyncTransport.__init__).parameters,
             asyncio=True,
         )
-        client, redis_kwargs = given.client, given.redis_kwargs
-        self._wait = WaitForReplicas.of(wait_for_replicas, wait_timeout, socket_timeout)
-        connect_url = self._setup(
+        settings = SaverSettings.from_kwargs(
             given.url,
-            client,
-            prefix if given.prefix is None else given.prefix,
-            ttl,
-            serde,
-            index_metadata,
-            compression,
-            keep_last,
-            on_lost_checkpoint,
+            client_given=given.client is not None,
+            cluster=cluster,
+            prefix=prefix if given.prefix is None else given.prefix,
+            ttl=ttl,
+            compression=compression,
+            keep_last=keep_last,
+            on_lost_checkpoint=on_lost_checkpoint,
+            index_metadata=index_metadata,
+            functions=functions,
+            wait_for_replicas=wait_for_replicas,
+            wait_timeout=wait_timeout,
+            max_connections=max_connections,
+            pool_timeout=pool_timeout,
+            connect_timeout=connect_timeout,
+            socket_timeout=socket_timeout,
+            retries=retries,
+            slot_move_wait=slot_move_wait,
+            auto_pipeline=auto_pipeline,  # async only
         )
-        if connect_url is not None:
+        self._start(settings, given.client, serde, given.redis_kwargs)
+
+    @classmethod
+    def from_settings(
+        cls: type[Saver],
+        settings: SaverSettings,
+        *,
+        client: aredis.Redis | AsyncRedisCluster | None = None,
+        serde: SerializerProtocol | None = None,
+        **redis_kwargs: Any,
+    ) -> Saver:
+        """A saver made from settings already validated (``SaverSettings.from_kwargs`` or
+        ``.from_env``), on ``client`` or on a connection of its own to ``settings.url``.
+
+        Args:
+            settings: the saver's options, checked (see options.py).
+            client: a redis-py client to use instead of a connection of its own.
+            serde: the serializer (LangGraph's JsonPlusSerializer by default).
+            **redis_kwargs: options of redis-py's connection, as for the constructor.
+
+        Returns:
+            The saver.
+
+        Raises:
+            ValueError: a client that decodes replies into text.
+        """
+        saver = cls.__new__(cls)
+        saver._start(settings, client, serde, redis_kwargs)
+        return saver
+
+    def _start(
+        self,
+        settings: SaverSettings,
+        client: aredis.Redis | AsyncRedisCluster | None,
+        serde: SerializerProtocol | None,
+        redis_kwargs: dict[str, Any],
+    ) -> None:
+        """Make the saver from its settings: its core, its client, its scripts."""
+        self._wait = WaitForReplicas.of_settings(settings)
+        self._setup(settings, client, serde)
+        if client is None:
             options: dict[str, Any] = {
-                "max_connections": max_connections,
-                "socket_connect_timeout": connect_timeout,
-                "socket_timeout": socket_timeout,
-                "retry": Retry(retry_backoff(), retries),
+                "max_connections": settings.max_connections,
+                "socket_connect_timeout": settings.connect_timeout,
+                "socket_timeout": settings.socket_timeout,
+                "retry": Retry(retry_backoff(), settings.retries),
                 **redis_kwargs,
             }
             # (an option given in redis_kwargs overrides the saver's own)
-            client = self._connect(connect_url, cluster, pool_timeout, retries, options)
+            client = self._connect(
+                self._url, settings.cluster, settings.pool_timeout, settings.retries, options
+            )
         assert client is not None
         refuse_decoding_client(client)
-        self._slot_move_wait = slot_move_wait
+        self._slot_move_wait = settings.slot_move_wait
         self._client: aredis.Redis | AsyncRedisCluster = client
         if isinstance(client, AsyncRedisCluster):
             self._on_cluster()
@@ -162,10 +216,10 @@ class AsyncTransport(RedisSaverBase):
         # a chat turn's operations as FCALLs of a library (on each primary of a cluster)
         self._library_lock = asyncio.Lock()
         self._node_locks: dict[str, asyncio.Lock] = {}  # (on a cluster, one per primary)
-        self._library = FunctionLibrary(functions)
+        self._library = FunctionLibrary(settings.functions)
         self._policy_checked = False  # the start-up warning of an evicting server (eviction.py)
         self._thread_ttl_checked = False  # (its set_thread_ttl warning, the same)
-        self._start_async(max_connections, auto_pipeline)  # async only
+        self._start_async(settings.max_connections, settings.auto_pipeline)  # async only
 
     def _connect(
         self, url: str, cluster: bool, pool_timeout: float, retries: int, options: dict[str, Any]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn, TypeVar
 
@@ -25,33 +25,19 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .compression import compression_level
-from .core import Limits, Request, SaverCore, ScriptCall
+from .core import Request, SaverCore, ScriptCall
 from .errors import RedisUnavailableError as RedisUnavailableError  # (re-exported)
 from .keys import KeySchema, tag_of
-from .settings import parse_keep_last, parse_on_lost_checkpoint, parse_ttl, redact_url, resolve_url
+from .options import SaverSettings
+from .settings import redact_url, resolve_url
 from .transport_support import explain_response_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Connection pool defaults: bounded and blocking, so a burst of concurrent graphs waits for a
-# free connection (up to POOL_TIMEOUT seconds) instead of failing with "Too many connections".
-MAX_CONNECTIONS = 64
-POOL_TIMEOUT = 30.0
-CONNECT_TIMEOUT = 5.0
-# A server that stops answering fails a call after SOCKET_TIMEOUT seconds instead of hanging.
-SOCKET_TIMEOUT = 30.0
 # A call of a cluster pipeline that failed with one of these goes again on its own: its slot
 # was moving (TRYAGAIN, MOVED, ASK: the single call waits the move out), or its node lost
 # the scripts (a restart: the single call loads them again).
 RUN_ALONE = (TryAgainError, ClusterError, MovedError, AskError, NoScriptError)
-
-# On a cluster, how long a call waits while its thread's slot is moved between nodes.
-SLOT_MOVE_WAIT = 30.0
-# A dropped connection or a timeout is retried this many times, with jittered exponential
-# backoff (redis-py's Retry). Every script is idempotent, so a retried call that had already
-# run before its reply was lost does no harm.
-RETRIES = 3
 
 
 def documented_as(
@@ -80,48 +66,32 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
     """Settings and the I/O-free core; subclasses add a transport."""
 
     _core: SaverCore
-    # the tuning limits of the savers made from here on (tests pass smaller ones; no option:
-    # the defaults are the measured ones)
-    _limits: Limits = Limits()
+    settings: SaverSettings  # the options the saver was made with, validated
     _serde: SerializerProtocol = JsonPlusSerializer()
     _owns_client: bool
     _url: str
     _max_bulk: int | None = None  # the server's proto-max-bulk-len, once asked
 
     def _setup(
-        self,
-        url: str | None,
-        client: Any,
-        prefix: str,
-        ttl: Any,
-        serde: SerializerProtocol | None,
-        index_metadata: Iterable[str],
-        compression: Any = True,
-        keep_last: int | None = None,
-        on_lost_checkpoint: str = "raise",
-    ) -> str | None:
-        """Validate the settings; returns the URL to connect to when no client was given."""
+        self, settings: SaverSettings, client: Any, serde: SerializerProtocol | None
+    ) -> None:
+        """Take the (validated) settings: the core made from them, the URL described."""
         super().__init__(serde=serde)
-        if isinstance(index_metadata, str) or not all(isinstance(k, str) for k in index_metadata):
-            raise ValueError(
-                f"index_metadata must be a list of metadata keys, not {index_metadata!r}"
-            )
+        self.settings = settings
         self._core = SaverCore(
-            KeySchema(prefix),
+            KeySchema(settings.prefix),
             self.serde,
-            parse_ttl(ttl),
-            tuple(dict.fromkeys(index_metadata)),
-            compression=compression_level(compression),
-            keep_last=parse_keep_last(keep_last),
-            on_lost_checkpoint=parse_on_lost_checkpoint(on_lost_checkpoint),
-            limits=self._limits,
+            settings.ttl,
+            settings.index_metadata,
+            compression=settings.compression,
+            keep_last=settings.keep_last,
+            on_lost_checkpoint=settings.on_lost_checkpoint,
+            limits=settings.limits,
         )
         self._owns_client = client is None
-        if client is not None:
-            self._url = _describe_client(client)
-            return None
-        self._url = resolve_url(url)
-        return self._url
+        self._url = (
+            _describe_client(client) if client is not None else settings.url or resolve_url(None)
+        )
 
     # The serializer lives in the core; keep them in step when LangGraph swaps it
     # (BaseCheckpointSaver.with_allowlist assigns `serde` on a shallow copy).

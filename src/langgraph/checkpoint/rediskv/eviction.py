@@ -12,6 +12,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
+from .core.check import EXPIRING_ORPHAN, ORPHAN
 from .errors import EVICTION_FIX
 from .errors import CheckpointLostError as CheckpointLostError  # (its home before errors.py)
 
@@ -106,7 +107,6 @@ def remove_orphans(client: Any, problems: Iterable[Any], expiring: bool = False)
     just deleted: a global metadata index may still serve another thread's). Returns them.
     Safe while savers run: a put that shares such a blob finds it gone and sends its value
     again (README, Expiry)."""
-    from .check import EXPIRING_ORPHAN, ORPHAN  # (check imports core, which imports this)
 
     kinds = (ORPHAN, EXPIRING_ORPHAN) if expiring else (ORPHAN,)
     orphans = sorted({p.key for p in problems if p.problem in kinds})

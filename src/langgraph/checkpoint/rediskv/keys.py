@@ -84,8 +84,8 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                absent, as 0.1.0 and this release leave it: 0.1.0's format (see
                                .storeformat); in the slot of P:mk on a cluster
 
-The Lua side of this schema is ``lua/include/keyschema.lua``; ``tests/integration/test_keys.py`` checks
-that both produce the same keys.
+The Lua side of this schema is ``lua/include/keyschema.lua``;
+``tests/integration/test_keys.py`` checks that both produce the same keys.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ transports (:mod:`.sync`, :mod:`.aio`) send what this module describes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from redis.exceptions import NoScriptError
 from .base import RUN_ALONE, UNAVAILABLE
 from .core import Batch, Request, ScriptCall
 from .errors import ReplicationError as ReplicationError  # (re-exported)
+from .options import SaverSettings
 
 # The scripts whose writes are the caller's: a put, its writes, a delete, prune, copy, a TTL
 # set, and on a cluster the threads-by-value entries a put writes ahead (a list that lost the
@@ -53,34 +53,11 @@ class WaitForReplicas:
     timeout_ms: int
 
     @classmethod
-    def of(
-        cls, replicas: Any, timeout: Any, socket_timeout: float | None
-    ) -> WaitForReplicas | None:
-        """The setting for ``wait_for_replicas`` and ``wait_timeout`` (seconds); None when
-        off (0 replicas). Raises ValueError naming a bad value."""
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            raise ValueError(
-                f"wait_for_replicas must be a number of replicas (an int, 0 for none), not "
-                f"{replicas!r}"
-            )
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise ValueError(
-                f"wait_timeout must be a number of seconds greater than 0, not {timeout!r} "
-                "(WAIT with a timeout of 0 would block until the replicas answer, forever)"
-            )
-        if socket_timeout is not None and timeout >= socket_timeout:
-            raise ValueError(
-                f"wait_timeout ({timeout} s) must be shorter than socket_timeout "
-                f"({socket_timeout} s): the connection would time out before WAIT replies"
-            )
-        if replicas == 0:
+    def of_settings(cls, settings: SaverSettings) -> WaitForReplicas | None:
+        """The WAIT of a saver's settings; None when off (0 replicas)."""
+        if settings.wait_for_replicas == 0:
             return None
-        return cls(replicas, max(1, round(timeout * 1000)))
+        return cls(settings.wait_for_replicas, settings.wait_timeout_ms)
 
     def command(self) -> tuple[str, int, int]:
         return ("WAIT", self.replicas, self.timeout_ms)

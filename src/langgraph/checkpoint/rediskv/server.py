@@ -33,7 +33,6 @@ these (a typo) is refused too, so that a setting is never silently ignored.
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -43,11 +42,10 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from .aio import AsyncRedisSaver
-from .compression import compression_level
 from .core import DEFAULT_INDEXED_METADATA
 from .errors import RedisUnavailableError, SettingsError
-from .keys import validate_prefix
-from .settings import DEFAULT_URL, redact_url, resolve_url
+from .options import ENV_VARS, URL_VAR, SaverSettings, env_kwargs
+from .settings import DEFAULT_URL, redact_url
 
 __all__ = [
     "ENV_VARS",
@@ -58,29 +56,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-URL_VAR = "REDIS_URL"
-PREFIX_VAR = "REDISKV_PREFIX"
-TTL_VAR = "REDISKV_TTL_MINUTES"
-REFRESH_VAR = "REDISKV_TTL_REFRESH_ON_READ"
-CLUSTER_VAR = "REDISKV_CLUSTER"
-COMPRESSION_VAR = "REDISKV_COMPRESSION"
-KEEP_LAST_VAR = "REDISKV_KEEP_LAST"
-INDEX_VAR = "REDISKV_INDEX_METADATA"
-
-ENV_VARS: tuple[str, ...] = (
-    URL_VAR,
-    PREFIX_VAR,
-    TTL_VAR,
-    REFRESH_VAR,
-    CLUSTER_VAR,
-    COMPRESSION_VAR,
-    KEEP_LAST_VAR,
-    INDEX_VAR,
-)
-_OWN_NAMESPACE = "REDISKV_"
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 @dataclass(frozen=True)
@@ -126,147 +101,9 @@ class ServerSettings:
         )
 
 
-def _get(environ: Mapping[str, str], name: str) -> str | None:
-    value = environ.get(name)
-    if value is None or not value.strip():
-        return None
-    return value
-
-
-def _parse_bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _get(environ, name)
-    if raw is None:
-        return default
-    word = raw.strip().lower()
-    if word in _TRUE:
-        return True
-    if word in _FALSE:
-        return False
-    raise SettingsError(name, raw, "use true or false (also 1/0, yes/no, on/off)")
-
-
-def _parse_positive_int(environ: Mapping[str, str], name: str, expected: str) -> int | None:
-    raw = _get(environ, name)
-    if raw is None:
-        return None
-    try:
-        number = int(raw.strip())
-    except ValueError:
-        raise SettingsError(name, raw, expected) from None
-    if number < 1:
-        raise SettingsError(name, raw, expected)
-    return number
-
-
-def _parse_ttl(environ: Mapping[str, str]) -> float | None:
-    raw = _get(environ, TTL_VAR)
-    if raw is None:
-        return None
-    expected = "use a positive number of minutes (e.g. 60 or 0.5), or leave it unset for none"
-    try:
-        minutes = float(raw.strip())
-    except ValueError:
-        raise SettingsError(TTL_VAR, raw, expected) from None
-    if not math.isfinite(minutes) or minutes <= 0:
-        raise SettingsError(TTL_VAR, raw, expected)
-    return minutes
-
-
-def _parse_compression(environ: Mapping[str, str]) -> bool | int:
-    raw = _get(environ, COMPRESSION_VAR)
-    if raw is None:
-        return True
-    word = raw.strip().lower()
-    expected = "use true (zstd level 1), false (store uncompressed) or a zstd level 1-22"
-    if word in _TRUE - {"1"}:
-        return True
-    if word in _FALSE:
-        return False
-    try:
-        level = int(word)
-    except ValueError:
-        raise SettingsError(COMPRESSION_VAR, raw, expected) from None
-    try:
-        compression_level(level)
-    except ValueError:
-        raise SettingsError(COMPRESSION_VAR, raw, expected) from None
-    return level
-
-
-def _parse_index(environ: Mapping[str, str]) -> tuple[str, ...]:
-    raw = _get(environ, INDEX_VAR)
-    if raw is None:
-        return DEFAULT_INDEXED_METADATA
-    if raw.strip().lower() == "none":
-        return ()
-    keys = [part.strip() for part in raw.split(",")]
-    if not all(keys):
-        raise SettingsError(
-            INDEX_VAR, raw, "use metadata keys separated by commas (e.g. run_id,user_id), or none"
-        )
-    return tuple(dict.fromkeys(keys))
-
-
 def settings_from_env(environ: Mapping[str, str] | None = None) -> ServerSettings:
     """Read and check the settings; raises :class:`SettingsError` on the first bad one."""
-    env = os.environ if environ is None else environ
-    unknown = sorted(
-        name for name in env if name.startswith(_OWN_NAMESPACE) and name not in ENV_VARS
-    )
-    if unknown:
-        known = ", ".join(name for name in ENV_VARS if name.startswith(_OWN_NAMESPACE))
-        raise SettingsError(unknown[0], env[unknown[0]], f"unknown variable; known: {known}")
-
-    raw_url = _get(env, URL_VAR)
-    url = DEFAULT_URL if raw_url is None else raw_url.strip()
-    try:
-        resolve_url(url)
-    except ValueError:
-        raise SettingsError(
-            URL_VAR,
-            redact_url(url),
-            "use a redis://, rediss:// or unix:// URL, e.g. redis://localhost:6379/0",
-        ) from None
-
-    raw_prefix = _get(env, PREFIX_VAR)
-    prefix = "lg" if raw_prefix is None else raw_prefix
-    try:
-        validate_prefix(prefix)
-    except ValueError:
-        raise SettingsError(
-            PREFIX_VAR, prefix, "use 1-64 characters from A-Z a-z 0-9 _ . - (no ':' or spaces)"
-        ) from None
-
-    ttl_minutes = _parse_ttl(env)
-    refresh = _parse_bool(env, REFRESH_VAR, False)
-    if refresh and ttl_minutes is None:
-        raise SettingsError(
-            REFRESH_VAR, env[REFRESH_VAR], f"it needs {TTL_VAR} (there is no expiry to refresh)"
-        )
-    cluster = _parse_bool(env, CLUSTER_VAR, False)
-    index_metadata = _parse_index(env)
-    if cluster and _get(env, INDEX_VAR) is not None and index_metadata:
-        raise SettingsError(
-            INDEX_VAR,
-            env[INDEX_VAR],
-            f"a cluster ({CLUSTER_VAR}) has no global metadata index; leave it unset",
-        )
-    return ServerSettings(
-        url=url,
-        url_from_env=raw_url is not None,
-        prefix=prefix,
-        ttl_minutes=ttl_minutes,
-        refresh_on_read=refresh,
-        cluster=cluster,
-        compression=_parse_compression(env),
-        keep_last=_parse_positive_int(
-            env,
-            KEEP_LAST_VAR,
-            "use the number of newest checkpoints to keep per thread (1 or more), "
-            "or leave it unset to keep all",
-        ),
-        index_metadata=index_metadata,
-    )
+    return ServerSettings(**env_kwargs(os.environ if environ is None else environ))
 
 
 async def _check_reachable(saver: AsyncRedisSaver, settings: ServerSettings) -> None:
@@ -286,7 +123,9 @@ async def checkpointer(
     """An ``AsyncRedisSaver`` configured from the environment (see the module docstring),
     checked to reach its server, closed on exit."""
     settings = settings_from_env(environ)
-    saver = AsyncRedisSaver(settings.url, **settings.saver_kwargs())
+    saver = AsyncRedisSaver.from_settings(
+        SaverSettings.from_kwargs(settings.url, **settings.saver_kwargs())
+    )
     try:
         await _check_reachable(saver, settings)
         logger.info("rediskv checkpointer: %s", settings.describe())

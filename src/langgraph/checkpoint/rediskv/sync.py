@@ -34,6 +34,10 @@ from .sync_transport import SyncTransport
 IN_THREAD = "{name} in a worker thread (asyncio.to_thread)."
 
 
+# checkpoint ids per get_write_paths call (get_task_paths)
+WRITE_PATHS_BATCH = 500
+
+
 class RedisSaver(SyncTransport):
     """LangGraph checkpointer on plain Redis or Valkey, synchronous.
 
@@ -141,6 +145,50 @@ class RedisSaver(SyncTransport):
             self._client.close()
             if isinstance(self._client, redis.Redis):  # its pool was handed in: close it too
                 self._client.connection_pool.disconnect()
+
+    # -- for migrate (a rediskv saver as a source) ---------------------------------------
+    def get_kept_tuple(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple | None:
+        """A checkpoint by id, also one ``keep_last`` hides from ``list`` and ``get_tuple``
+        because newer checkpoints rebuild their delta channels from it (``migrate`` copies
+        those too).
+
+        Args:
+            thread_id: the thread.
+            ns: the checkpoint namespace ("" for the root graph).
+            checkpoint_id: the checkpoint.
+
+        Returns:
+            The checkpoint, or None if the saver keeps none of that id.
+
+        Raises:
+            RedisUnavailableError: the server could not be reached.
+        """
+        return self._run(self._core.get_kept_checkpoint(thread_id, ns, checkpoint_id))
+
+    def get_task_paths(self, thread_id: str, ns: str) -> dict[tuple[str, str, str], str]:
+        """The task path of each pending write's task, which ``list`` does not return, for
+        every checkpoint of a namespace (hidden ones too), ``WRITE_PATHS_BATCH`` per call.
+
+        Args:
+            thread_id: the thread.
+            ns: the checkpoint namespace.
+
+        Returns:
+            ``{(ns, checkpoint_id, task_id): task_path}`` for each task with pending writes.
+
+        Raises:
+            RedisUnavailableError: the server could not be reached.
+        """
+        keys = self._core.keys
+        index = keys.index(keys.tag(thread_id), ns)
+        ids = [
+            i.decode() if isinstance(i, bytes) else str(i) for i in self.client.zrange(index, 0, -1)
+        ]
+        found: dict[tuple[str, str, str], str] = {}
+        for start in range(0, len(ids), WRITE_PATHS_BATCH):
+            chunk = ids[start : start + WRITE_PATHS_BATCH]
+            found.update(self._run(self._core.get_write_paths(thread_id, ns, chunk)))
+        return found
 
     def __enter__(self) -> RedisSaver:
         return self

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..base import UNAVAILABLE
 from ..errors import CliError as CliError  # (re-exported)
 from ..keys import THREADS_BY_VALUE, KeySchema
-from ..settings import redact_url, resolve_url
+from ..options import SaverSettings
+from ..settings import redact_url
 from ..sync import RedisSaver
 
 if TYPE_CHECKING:
@@ -30,11 +31,12 @@ def open_saver(
 
     It indexes no metadata key of its own unless asked (``reindex --index``): a tool run must
     not register keys in the prefix's registry as a side effect."""
-    url = resolve_url(args.url)
-    schema = KeySchema(args.prefix)  # a bad prefix fails before we connect
-    saver = RedisSaver(
-        url, prefix=args.prefix, ttl=ttl, retries=1, index_metadata=tuple(index_metadata)
+    settings = SaverSettings.from_kwargs(  # a bad prefix or URL fails before we connect
+        args.url, prefix=args.prefix, ttl=ttl, retries=1, index_metadata=tuple(index_metadata)
     )
+    url = settings.url or ""
+    schema = KeySchema(settings.prefix)
+    saver = RedisSaver.from_settings(settings)
     try:
         try:
             # not PING: a least-privilege user may only have the saver's commands (EXISTS is

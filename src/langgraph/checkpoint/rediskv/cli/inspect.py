@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from ..check import LOST_INDEX_ENTRIES, Problem
+from ..core.check import LOST_INDEX_ENTRIES, Problem
 from ..eviction import FIX, eviction_risk, remove_orphans
 from ..functions import versions_on_server
 from ..keys import KeySchema

@@ -1,9 +1,9 @@
 """Tuning limits: how much one call, one round trip or the client's memory takes on.
 
 They change no stored byte, only how work is cut into steps, so a test may pass smaller ones
-(``dataclasses.replace(saver._core.limits, list_window=2)``) to reach a path that would
-otherwise need a store of thousands of threads. The marks and words of the stored format are
-not limits: they live with the code that writes them (codec, rules, keys).
+(``SaverSettings.from_kwargs(url, limits=Limits(list_window=2))``, see options.py) to reach
+a path that would otherwise need a store of thousands of threads. The marks and words of the
+stored format are not limits: they live with the code that writes them (codec, rules, keys).
 """
 
 from __future__ import annotations
@@ -77,6 +77,13 @@ class Limits:
     # delete_for_runs: run ids per call (a call's work grows with them; a Lua table of more
     # than ~8,000 cannot be unpacked).
     run_chunk: int = 4000
+    # get_delta_channel_history: ancestors one script call visits at most: about 25 ms of
+    # server time (measured by benchmarks/server_time.py; 10,000 took 135 ms). LangGraph
+    # snapshots every delta channel at least every 5,000 supersteps
+    # (DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT), and at the default snapshot frequency far sooner,
+    # so a walk takes one call, and at worst three; it goes on from the cursor the script
+    # returns, so no single call keeps the server busy for long.
+    history_budget: int = 2_000
     # bytes of bases kept decompressed for reads (see codec.Codec.base)
     read_bases: int = 8 << 20
     # a full channel value of this many bytes or more may become a base (see .compression)

@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from . import indexes, jobs, reads
+from . import indexes, jobs, kept, reads
 from . import writes as write_ops  # (put_writes has an argument named writes)
 from .requests import Op, Stream
 from .state import CoreState
@@ -76,3 +76,13 @@ class SaverCore(CoreState):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
         return jobs.copy_thread(self, source_thread_id, target_thread_id)
+
+    def get_kept_checkpoint(
+        self, thread_id: str, ns: str, checkpoint_id: str
+    ) -> Op[CheckpointTuple | None]:
+        return kept.get_kept_checkpoint(self, thread_id, ns, checkpoint_id)
+
+    def get_write_paths(
+        self, thread_id: str, ns: str, checkpoint_ids: Sequence[str]
+    ) -> Op[dict[tuple[str, str, str], str]]:
+        return kept.get_write_paths(self, thread_id, ns, checkpoint_ids)

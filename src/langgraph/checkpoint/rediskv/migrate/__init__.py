@@ -46,19 +46,21 @@ storage (the order a superstep's writes are replayed in, a DeltaChannel's among 
 others do not store it (it is copied as ``""``).
 
 The package, by what its parts do (each imports only those listed before it):
-``common`` (reading a ``CheckpointTuple``, the copied form), ``kept`` (what a rediskv source
-keeps hidden), ``source`` (:class:`Source`), ``sources_sql`` and ``sources_redis`` (the
+``common`` (reading a ``CheckpointTuple``, the copied form), ``source`` (:class:`Source`;
+what a rediskv source keeps hidden it reads with the saver's ``get_kept_tuple`` and
+``get_task_paths``), ``sources_sql`` and ``sources_redis`` (the
 presets), ``sources`` (:func:`open_source`), ``verify`` (the comparison), ``report`` and
 ``run`` (:func:`migrate`).
 """
 
 from __future__ import annotations
 
+from ..sync import WRITE_PATHS_BATCH as WRITE_PATHS_BATCH
+
 # the names public before the split (migrate.py), each from the module that defines it;
 # those outside __all__ stay importable (``X as X``: a re-export)
 from .common import WriteKey as WriteKey
 from .common import target_form as target_form
-from .kept import WRITE_PATHS_BATCH as WRITE_PATHS_BATCH
 from .report import MigrationReport, ThreadReport
 from .report import Status as Status
 from .run import migrate

@@ -10,7 +10,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ..sync import RedisSaver
 from .common import WriteKey, config_for, delta_channels_of, id_of, ns_of, parent_id_of
-from .kept import kept_checkpoint, rediskv_task_paths
 
 
 class Source:
@@ -47,7 +46,7 @@ class Source:
         """A checkpoint by id, also one the source keeps without listing it (a rediskv saver
         with keep_last keeps the ancestors of delta channels hidden); None if it has none."""
         if isinstance(self.saver, RedisSaver):
-            return kept_checkpoint(self.saver, thread_id, ns, checkpoint_id)
+            return self.saver.get_kept_tuple(thread_id, ns, checkpoint_id)
         found = self.saver.get_tuple(config_for(thread_id, ns, checkpoint_id))
         return found if found is not None and id_of(found) == checkpoint_id else None
 
@@ -91,7 +90,7 @@ class Source:
             return {
                 key: path
                 for ns in self.namespaces(thread_id)
-                for key, path in rediskv_task_paths(self.saver, thread_id, ns).items()
+                for key, path in self.saver.get_task_paths(thread_id, ns).items()
             }
         if not isinstance(self.saver, InMemorySaver):
             return {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -17,6 +18,28 @@ from .source import Source
 def _split_query(url: str) -> tuple[str, dict[str, str]]:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(query="")), dict(parse_qsl(parts.query))
+
+
+@dataclass(frozen=True, slots=True)
+class OfficialInternals:
+    """What the official saver uses but does not expose: its client and the names of its
+    search indexes (which are also its key prefixes)."""
+
+    client: Any
+    checkpoint_index: str
+    write_index: str
+
+
+def official_internals(saver: Any) -> OfficialInternals:
+    """The official saver's private attributes, read in this one place: its ``list(None)``
+    stops at MAXSEARCHRESULTS and it has no call for a thread's namespaces or task paths, so
+    the source asks its search indexes itself (FT.AGGREGATE), with its client. A release of
+    langgraph-checkpoint-redis that renames them breaks this function only."""
+    return OfficialInternals(
+        client=saver._redis,
+        checkpoint_index=saver._checkpoint_prefix,
+        write_index=saver._checkpoint_write_prefix,
+    )
 
 
 class LangGraphRedisSource(Source):
@@ -43,11 +66,12 @@ class LangGraphRedisSource(Source):
         saver.setup()
         super().__init__(saver, name="langgraph-redis")
         self.official = saver
+        self.internals = official_internals(saver)
 
     def _aggregate(self, index: str, query: str, fields: Sequence[str]) -> list[list[str]]:
         """Distinct combinations of ``fields`` (JSON paths) over the documents matching
         ``query``, read with a cursor (no result limit)."""
-        client: Any = self.official._redis
+        client = self.internals.client
         loads: list[str] = []
         for f in fields:
             loads += [f"$.{f}", "AS", f]
@@ -69,7 +93,7 @@ class LangGraphRedisSource(Source):
     def thread_ids(self) -> list[str]:
         from langgraph.checkpoint.redis.util import from_storage_safe_id
 
-        rows = self._aggregate(self.official._checkpoint_prefix, "*", ["thread_id"])
+        rows = self._aggregate(self.internals.checkpoint_index, "*", ["thread_id"])
         return sorted({from_storage_safe_id(r[0]) for r in rows})
 
     def _thread_query(self, thread_id: str) -> str:
@@ -82,7 +106,7 @@ class LangGraphRedisSource(Source):
         from langgraph.checkpoint.redis.util import from_storage_safe_str
 
         rows = self._aggregate(
-            self.official._checkpoint_prefix, self._thread_query(thread_id), ["checkpoint_ns"]
+            self.internals.checkpoint_index, self._thread_query(thread_id), ["checkpoint_ns"]
         )
         return sorted({from_storage_safe_str(r[0]) for r in rows})
 
@@ -120,7 +144,7 @@ class LangGraphRedisSource(Source):
         from langgraph.checkpoint.redis.util import from_storage_safe_id, from_storage_safe_str
 
         rows = self._aggregate(
-            self.official._checkpoint_write_prefix,
+            self.internals.write_index,
             self._thread_query(thread_id),
             ["checkpoint_ns", "checkpoint_id", "task_id", "task_path"],
         )

@@ -17,7 +17,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .core import Arg, Batch, Op, SaverCore, ScanKeys, ScriptCall, cluster_lists, discovery, jobs
+from . import cluster_lists, discovery, jobs
+from .requests import Arg, Batch, Op, ScanKeys, ScriptCall
+from .saver import SaverCore
 
 ORPHAN = "key not reachable from any index"
 EXPIRING_ORPHAN = "key not reachable from any index, expiring"

@@ -17,16 +17,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, get_checkpoint_id
 
-from .compression import REF_MARK
-from .core import Op, SaverCore, ScriptCall, thread_id_of
-from .keys import encode_part
-
-# Ancestors one script call visits at most: about 25 ms of server time (measured by
-# benchmarks/server_time.py; 10,000 took 135 ms). LangGraph snapshots every delta channel at
-# least every 5,000 supersteps (DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT), and at the default
-# snapshot frequency far sooner, so a walk takes one call, and at worst three; it goes on from
-# the cursor the script returns, so no single call keeps the server busy for long.
-HISTORY_BUDGET = 2_000
+from ..compression import REF_MARK
+from ..keys import encode_part
+from .requests import Op, ScriptCall
+from .rules import thread_id_of
+from .saver import SaverCore
 
 
 def get_delta_channel_history(
@@ -62,7 +57,7 @@ def get_delta_channel_history(
                 encode_part(ns),
                 start,
                 resume,
-                HISTORY_BUDGET,
+                core.limits.history_budget,
                 core.ttl_seconds,
                 *open_channels,
             ),
