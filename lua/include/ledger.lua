@@ -1,0 +1,45 @@
+-- requires: expiry
+-- The deadline ledger (K.ledger(ns), a HASH: raw checkpoint id -> the unix second its record
+-- expires at as the script that set its expiry computed it, "0" when it does not expire). It
+-- tells a record the server evicted from one that expired: both are simply missing, and
+-- records do not expire in id order (refresh_on_read renews a past checkpoint read by id;
+-- savers of one prefix may use other ttls). Written wherever a record's expiry is set or
+-- renewed, an entry removed with its index entry; the key expires with the index (its
+-- expiry only grows). Only a read that finds a record missing looks it up.
+
+-- The server's clock in whole seconds (floored: a deadline never lies past the real expiry).
+local function now_seconds()
+  return tonumber(redis.call("TIME")[1])
+end
+
+-- Record that checkpoint N:I's record was just given `ttl` seconds (0: no expiry). `left`:
+-- the ledger key's PTTL when the caller has it.
+local function note_deadline(K, ns, id, ttl, left)
+  local key = K.ledger(ns)
+  left = left or redis.call("PTTL", key)
+  redis.call("HSET", key, id, ttl == 0 and "0" or tostring(now_seconds() + ttl))
+  keep_alive(key, ttl, left == -2, left)
+end
+
+-- Keep checkpoint N:I's record alive at least `ttl` seconds more (0: forever), as keep_alive
+-- does (expiries only grow), its ledger entry with it when its expiry changed. `left`: the
+-- record's PTTL when the caller has it.
+local function keep_record_alive(K, ns, id, ttl, left)
+  local cp = K.checkpoint(ns, id)
+  left = left or redis.call("PTTL", cp)
+  if left == -2 then return end
+  keep_alive(cp, ttl, false, left)
+  if (ttl == 0 and left ~= -1) or (ttl > 0 and left >= 0 and left < ttl * 1000) then
+    note_deadline(K, ns, id, ttl)
+  end
+end
+
+-- Whether checkpoint N:I, whose record is missing while its index entry is there, was
+-- evicted: its ledger says it should still be stored. A second of grace covers a script that
+-- set the expiry in one second and read the clock in the next. No entry (a record written
+-- before the ledger existed, or the ledger itself evicted) reads as expired, as before.
+local function record_evicted(K, ns, id)
+  local deadline = redis.call("HGET", K.ledger(ns), id)
+  if not deadline then return false end
+  return deadline == "0" or tonumber(deadline) > now_seconds() + 1
+end
