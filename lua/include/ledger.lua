@@ -12,12 +12,35 @@ local function now_seconds()
   return tonumber(redis.call("TIME")[1])
 end
 
+-- A ledger made while its index has entries (the ledger was evicted, or the namespace was
+-- written by 0.1.x) gets the deadlines of the records still there, read from their expiries,
+-- for the newest LEDGER_BACKFILL of them: so an eviction of the ledger leaves a window (until
+-- the next put), not a namespace whose later evictions read as expiries for good.
+local LEDGER_BACKFILL = 1000
+local function backfill_ledger(K, ns, key, now)
+  local ids = redis.call("ZRANGE", K.index(ns), -LEDGER_BACKFILL, -1)
+  local fields = {}
+  for _, id in ipairs(ids) do
+    local left = redis.call("PTTL", K.checkpoint(ns, id))
+    if left == -1 then
+      fields[#fields + 1] = id
+      fields[#fields + 1] = "0"
+    elseif left >= 0 then
+      fields[#fields + 1] = id
+      fields[#fields + 1] = tostring(now + math.floor(left / 1000))
+    end
+  end
+  if #fields > 0 then redis.call("HSET", key, unpack(fields)) end
+end
+
 -- Record that checkpoint N:I's record was just given `ttl` seconds (0: no expiry). `left`:
 -- the ledger key's PTTL when the caller has it.
 local function note_deadline(K, ns, id, ttl, left)
   local key = K.ledger(ns)
   left = left or redis.call("PTTL", key)
-  redis.call("HSET", key, id, ttl == 0 and "0" or tostring(now_seconds() + ttl))
+  local now = now_seconds()
+  if left == -2 then backfill_ledger(K, ns, key, now) end
+  redis.call("HSET", key, id, ttl == 0 and "0" or tostring(now + ttl))
   keep_alive(key, ttl, left == -2, left)
 end
 

@@ -89,21 +89,24 @@ def newest_complete(
                 continue
             if found is not None:
                 if lost_id is not None:  # (else a newer complete one came meanwhile)
-                    warn_of_fall_back(thread_id, ns, lost_id, lost.key, checkpoint_id)
+                    warn_of_fall_back(thread_id, ns, lost_id, lost.key, checkpoint_id, lost.what)
                 return found
         if reply[0] is None:
             raise lost
         before = reply[0]
 
 
-def warn_of_fall_back(thread_id: str, ns: str, lost_id: str, key: str, returned_id: str) -> None:
+def warn_of_fall_back(
+    thread_id: str, ns: str, lost_id: str, key: str, returned_id: str, what: str = "value"
+) -> None:
     """The warning of on_lost_checkpoint="fall_back": what was lost, and what was returned
     instead of it."""
     eviction_logger.warning(
-        "thread %r lost a value or the record (%s) of its latest checkpoint %s in namespace %r, most likely "
+        "thread %r lost %s (%s) of its latest checkpoint %s in namespace %r, most likely "
         "to the server's eviction; on_lost_checkpoint='fall_back' returned the newest "
         "complete checkpoint, %s, and the turns after it are lost; to prevent it %s",
         thread_id,
+        "a value" if what == "value" else "the record",
         key,
         lost_id,
         ns,
