@@ -303,7 +303,15 @@ table.sort(writes)
 for _, name in ipairs(writes) do head[#head + 1] = pack_field(name, replaced[name]) end
 redis.call("SET", cp, table.concat(head))  -- (over a record put before, of either layout)
 expire(cp, ttl)
-note_deadline(K, ns, id, ttl)  -- so that a reader tells its eviction from its expiry
+local ledger_left = redis.call("PTTL", K.ledger(ns))
+if ledger_left ~= -2 and redis.call("EXISTS", KEYS[2]) == 0 then
+  reindex_from_ledger(K, ns, KEYS[2])  -- the index was evicted
+  -- it lives as long as the records it holds again (the ledger's life bounds theirs)
+  if ttl > 0 and ledger_left ~= -1 then
+    redis.call("PEXPIRE", KEYS[2], math.max(ledger_left, ttl * 1000))
+  end
+end
+note_deadline(K, ns, id, ttl, ledger_left)  -- so that a reader tells its eviction from its expiry
 if ttl > 0 then
   -- its pending writes (kept when a record is put again, or stored before it) expire with
   -- it: they belong to this checkpoint alone, and must not outlive it

@@ -832,8 +832,8 @@ class SaverMachine(RuleBasedStateMachine):
         each read of the thread then returns checkpoints equal to the model's (a shorter
         history or an older latest one may be what is left when it lost another key: the
         ledger, or all of it: docs/reliability.md, Eviction) or raises CheckpointLostError
-        naming it, and a list always does when the key is a live checkpoint's record; the app deletes the thread, which leaves no key of it
-        (checked by the invariants)."""
+        naming it, and a list always does when the key is a live checkpoint's record; the app
+        deletes the thread, which leaves no key of it (checked by the invariants)."""
         th = self.pick_thread(thread)
         _, by_thread = self.keys_by_thread()
         keys = sorted(k for k in by_thread[th.id] if ":gc:" not in k)

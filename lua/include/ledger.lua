@@ -66,3 +66,39 @@ local function record_evicted(K, ns, id)
   if not deadline then return false end
   return deadline == "0" or tonumber(deadline) > now_seconds() + 1
 end
+
+-- Whether namespace N's ledger holds a record that should still be stored (its deadline not
+-- passed, or "0"), from a sample of its entries: the index outlives every record it holds (a
+-- put or a renewal extends it with the record), so such a ledger without its index is one
+-- whose index was evicted.
+local function ledger_live(K, ns)
+  local sample = redis.call("HRANDFIELD", K.ledger(ns), 8, "WITHVALUES")
+  local now = nil
+  for i = 2, #sample, 2 do
+    if sample[i] == "0" then return true end
+    now = now or now_seconds()
+    if tonumber(sample[i]) > now + 1 then return true end
+  end
+  return false
+end
+
+-- A put that finds the ledger but not the index (the index was evicted: it would start again
+-- with the new checkpoint alone, and the history before it would be gone without a word)
+-- indexes again the records the ledger names that are still stored; the entries of those
+-- that are not go (no index entry leads to them: evicted or expired, nothing tells).
+local function reindex_from_ledger(K, ns, index)
+  local key, cursor = K.ledger(ns), "0"
+  repeat
+    local reply = redis.call("HSCAN", key, cursor, "COUNT", 200)
+    cursor = reply[1]
+    local fields = reply[2]
+    for i = 1, #fields, 2 do
+      local id = fields[i]
+      if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
+        redis.call("ZADD", index, 0, id)
+      else
+        redis.call("HDEL", key, id)
+      end
+    end
+  until cursor == "0"
+end
