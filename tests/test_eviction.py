@@ -103,8 +103,8 @@ def read_all(
     newest was (each such record taken for one that expired: what the deadline ledger,
     lua/include/ledger.lua, prevents, unless the ledger itself was evicted); "lost" when a
     read raised CheckpointLostError naming it; "gone" when it reads as a thread that never
-    existed and eviction took every key that leads to its checkpoints (no read can tell such a thread
-    from a new one), "empty" when some are left (every record evicted whole). Every state
+    existed and eviction took every key that leads to its checkpoints (no read can tell such a
+    thread from a new one), "empty" when some are left (every record evicted whole). Every state
     returned holds exactly the messages of its time. Anything else fails."""
     graph = build_chat(saver)
     keys = KeySchema(saver.prefix)
