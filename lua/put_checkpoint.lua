@@ -304,8 +304,11 @@ for _, name in ipairs(writes) do head[#head + 1] = pack_field(name, replaced[nam
 redis.call("SET", cp, table.concat(head))  -- (over a record put before, of either layout)
 expire(cp, ttl)
 local ledger_left = redis.call("PTTL", K.ledger(ns))
-if ledger_left ~= -2 and redis.call("EXISTS", KEYS[2]) == 0 then
+-- (whether the index exists: asked once, for the ledger's check and for keep_alive below)
+local index_there = (ttl > 0 or ledger_left ~= -2) and redis.call("EXISTS", KEYS[2]) == 1
+if ledger_left ~= -2 and not index_there then
   reindex_from_ledger(K, ns, KEYS[2])  -- the index was evicted
+  index_there = redis.call("EXISTS", KEYS[2]) == 1
   -- it lives as long as the records it holds again (the ledger's life bounds theirs)
   if ttl > 0 and ledger_left ~= -1 then
     redis.call("PEXPIRE", KEYS[2], math.max(ledger_left, ttl * 1000))
@@ -326,7 +329,7 @@ for ref, left in pairs(left_of) do
   if ttl > 0 or left ~= -1 then keep_alive(K.blob(ns, ref), ttl, false, left) end
 end
 
-local index_created = is_new(KEYS[2], ttl)
+local index_created = ttl == 0 or not index_there  -- (as is_new)
 redis.call("ZADD", KEYS[2], "0", id)
 keep_alive(KEYS[2], ttl, index_created)
 local root_created = is_new(KEYS[1], ttl)
