@@ -38,7 +38,7 @@ end
 local function note_deadline(K, ns, id, ttl, left)
   local key = K.ledger(ns)
   left = left or redis.call("PTTL", key)
-  local now = now_seconds()
+  local now = (ttl > 0 or left == -2) and now_seconds()  -- (no clock for a "0")
   if left == -2 then backfill_ledger(K, ns, key, now) end
   redis.call("HSET", key, id, ttl == 0 and "0" or tostring(now + ttl))
   keep_alive(key, ttl, left == -2, left)
