@@ -52,6 +52,24 @@ local function prune_swap(K, prefix, tag, G, ns)
 end
 
 -- prune, one namespace after its swap: what the old indexes list and the new ones do not.
+-- the blobs of refs no kept checkpoint references (not in the set kept) go; a kept one
+-- whose ttl in ms (PTTL) satisfies stays_loose(ttl) is recorded as loose again
+local function sweep_blobs(K, ns, kept, refs, stays_loose)
+  local again, lefts = {}, {}
+  for _, ref in ipairs(refs) do
+    if redis.call("SISMEMBER", kept, ref) == 0 then
+      redis.call("UNLINK", K.blob(ns, ref))
+    else
+      local left = redis.call("PTTL", K.blob(ns, ref))
+      if stays_loose(left) then
+        again[#again + 1] = ref
+        lefts[#lefts + 1] = left
+      end
+    end
+  end
+  add_loose(K, ns, again, lefts)
+end
+
 local function prune_reap(K, prefix, tag, G, ns, budget)
   local index = K.index(ns)
   local old_i, old_w, old_b = G.ns_part("i", ns), G.ns_part("w", ns), G.ns_part("b", ns)
@@ -95,20 +113,10 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     for _, id in ipairs(redis.call("ZRANGE", index, 0, 99)) do
       kept_left = longer(kept_left, redis.call("PTTL", K.checkpoint(ns, id)))
     end
-    local again, lefts = {}, {}
-    for _, ref in ipairs(refs) do
-      if redis.call("SISMEMBER", kept, ref) == 0 then
-        redis.call("UNLINK", K.blob(ns, ref))
-      else
-        -- kept, but renewed by a dropped checkpoint past what the kept ones live: loose
-        local left = redis.call("PTTL", K.blob(ns, ref))
-        if kept_left >= 0 and (left == -1 or left > kept_left) then
-          again[#again + 1] = ref
-          lefts[#lefts + 1] = left
-        end
-      end
-    end
-    add_loose(K, ns, again, lefts)
+    -- kept, but renewed by a dropped checkpoint past what the kept ones live: loose
+    sweep_blobs(K, ns, kept, refs, function(left)
+      return kept_left >= 0 and (left == -1 or left > kept_left)
+    end)
     used = used + 3 * #refs + 3
   end
   while used < budget do
@@ -116,19 +124,7 @@ local function prune_reap(K, prefix, tag, G, ns, budget)
     -- they may outlive the kept checkpoints (written without a ttl, or with a longer one)
     local refs = take(old_b, 500)
     if #refs == 0 then break end
-    local again, lefts = {}, {}
-    for _, ref in ipairs(refs) do
-      if redis.call("SISMEMBER", kept, ref) == 0 then
-        redis.call("UNLINK", K.blob(ns, ref))
-      else
-        local left = redis.call("PTTL", K.blob(ns, ref))
-        if left ~= -2 then
-          again[#again + 1] = ref
-          lefts[#lefts + 1] = left
-        end
-      end
-    end
-    add_loose(K, ns, again, lefts)
+    sweep_blobs(K, ns, kept, refs, function(left) return left ~= -2 end)
     used = used + 3 * #refs + 2
   end
   if used >= budget then return used, false end
