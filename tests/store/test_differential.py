@@ -31,9 +31,11 @@ FILTERS = st.one_of(
     st.none(),
     st.fixed_dictionaries({"s": st.sampled_from(["x", "y"])}),
     st.fixed_dictionaries(
-        {"n": st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq", "$ne"]).flatmap(
-            lambda o: st.fixed_dictionaries({o: st.integers(-3, 3)})
-        )}
+        {
+            "n": st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq", "$ne"]).flatmap(
+                lambda o: st.fixed_dictionaries({o: st.integers(-3, 3)})
+            )
+        }
     ),
     st.fixed_dictionaries({"d": st.fixed_dictionaries({"e": st.integers(0, 2)})}),
     st.fixed_dictionaries({"l": st.just([1, 2])}),
@@ -102,7 +104,9 @@ class Differential(RuleBasedStateMachine):
         assert all(i.score is None for i in got)
 
     @rule(
-        prefix=st.one_of(st.none(), st.lists(LABELS, min_size=1, max_size=2).map(tuple), st.just(("a", "*"))),
+        prefix=st.one_of(
+            st.none(), st.lists(LABELS, min_size=1, max_size=2).map(tuple), st.just(("a", "*"))
+        ),
         suffix=st.one_of(st.none(), st.lists(LABELS, min_size=1, max_size=2).map(tuple)),
         max_depth=st.one_of(st.none(), st.integers(1, 3)),
         limit=st.integers(1, 8),

@@ -85,7 +85,7 @@ class RedisStore(_Common):
             if kind == "script":
                 self._scripts[name](keys=list(keys), args=list(args), client=pipe)
             else:
-                pipe.execute_command(name, *keys)
+                pipe.execute_command(name, *keys)  # type: ignore[no-untyped-call]
         return list(pipe.execute())
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:

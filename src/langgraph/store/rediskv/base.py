@@ -6,8 +6,9 @@ import functools
 import os
 from typing import Any
 
-from langgraph.checkpoint.rediskv.scripts import assemble, lua_dir
 from langgraph.store.base import TTLConfig
+
+from langgraph.checkpoint.rediskv.scripts import assemble, lua_dir
 
 from .core import StoreConfig
 

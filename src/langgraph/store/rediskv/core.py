@@ -290,7 +290,9 @@ def _search(
         if any(not c.buffer for c in live):
             continue  # a namespace still to read before the merge can go on
         # the newest head; a tie goes to the namespace that sorts first
-        best = max(live, key=lambda c: (c.buffer[0].updated_at, [-ord(ch) for ch in ".".join(c.namespace)]))
+        best = max(
+            live, key=lambda c: (c.buffer[0].updated_at, [-ord(ch) for ch in ".".join(c.namespace)])
+        )
         matched.append(best.buffer.pop(0))
     return matched[op.offset : op.offset + op.limit]
 
@@ -301,11 +303,14 @@ def _list_namespaces(
     """The live namespaces the index names (the empty ones are swept from it)."""
     if namespaces:
         replies = yield [
-            ("script", "store_alive", namespace_keys(config.prefix, n), [now])
-            for n in namespaces
+            ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in namespaces
         ]
         alive = [n for n, count in zip(namespaces, replies, strict=True) if int(count) > 0]
-        empty = [encode_namespace(n) for n, count in zip(namespaces, replies, strict=True) if int(count) <= 0]
+        empty = [
+            encode_namespace(n)
+            for n, count in zip(namespaces, replies, strict=True)
+            if int(count) <= 0
+        ]
         if empty:
             yield [("command", "ZREM", [namespace_index_key(config.prefix), *empty], ())]
         namespaces = alive
