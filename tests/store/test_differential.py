@@ -20,7 +20,11 @@ from langgraph.store.rediskv import AsyncRedisStore, RedisStore
 from ..conftest import new_prefix
 
 LABELS = st.sampled_from(["a", "b", "c", "a-b", "ab"])
-NAMESPACES = st.lists(LABELS, min_size=1, max_size=3).map(tuple)
+# few namespaces, so that they hold several items each (the order within one is tested too)
+NAMESPACES = st.one_of(
+    st.lists(st.sampled_from(["a", "b", "a-b"]), min_size=1, max_size=2).map(tuple),
+    st.lists(LABELS, min_size=1, max_size=3).map(tuple),
+)
 PREFIXES = st.lists(LABELS, min_size=0, max_size=2).map(tuple)
 KEYS = st.sampled_from(["k1", "k2", "k3", "k4"])
 VALUES = st.fixed_dictionaries(
@@ -166,3 +170,22 @@ TestAsyncDifferential.settings = SETTINGS
 @pytest.mark.parametrize("size", [0])
 def test_module_imports(size: int) -> None:
     assert RedisStore.supports_ttl and AsyncRedisStore.supports_ttl
+
+
+def test_search_is_newest_updated_first_within_and_across_namespaces() -> None:
+    with RedisStore.from_conn_string(prefix=new_prefix()) as store:
+        for namespace, key in [(("a",), "k1"), (("a", "b"), "k2"), (("a",), "k3"), (("c",), "k4")]:
+            store.put(namespace, key, {"v": key})
+        store.put(("a", "b"), "k2", {"v": "again"})  # an update moves the item to the front
+        found = store.search(("a",), limit=10)
+        assert [(tuple(i.namespace), i.key) for i in found] == [
+            (("a", "b"), "k2"),
+            (("a",), "k3"),
+            (("a",), "k1"),
+        ]
+        assert [i.key for i in store.search(("a",), limit=1, offset=1)] == ["k3"]
+        assert [i.key for i in store.search((), filter={"v": {"$ne": "k3"}}, limit=10)] == [
+            "k2",
+            "k4",
+            "k1",
+        ]
