@@ -1,0 +1,85 @@
+"""Store latency, RedisStore against InMemoryStore: put, get, search (with and without a
+filter) and list_namespaces p50, with N items spread over 100 namespaces of 10 users.
+
+    REDIS_URL=redis://127.0.0.1:6379/0 python benchmarks/store_bench.py --items 10000
+
+The store's keys go under a fresh prefix and are deleted at the end (never FLUSHDB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.memory import InMemoryStore
+
+from langgraph.store.rediskv import RedisStore
+
+
+def p50_ms(run: Callable[[int], Any], times: int) -> float:
+    samples = []
+    for i in range(times):
+        start = time.perf_counter()
+        run(i)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000
+
+
+def namespace(i: int) -> tuple[str, ...]:
+    return ("users", f"u{i % 10}", f"topic{i % 100 // 10}")
+
+
+def measure(store: BaseStore, items: int, times: int) -> dict[str, float]:
+    batch = 500
+    for start in range(0, items, batch):
+        store.batch(
+            [
+                PutOp(namespace(i), f"k{i}", {"n": i, "kind": "a" if i % 2 else "b"})
+                for i in range(start, min(items, start + batch))
+            ]
+        )
+    return {
+        "put": p50_ms(lambda i: store.put(namespace(i), f"new{i}", {"n": i}), times),
+        "get": p50_ms(lambda i: store.get(namespace(i), f"k{i}"), times),
+        "search 10 (one namespace)": p50_ms(lambda i: store.search(namespace(i), limit=10), times),
+        "search 10 (a user: 10 namespaces)": p50_ms(
+            lambda i: store.search(("users", f"u{i % 10}"), limit=10), times
+        ),
+        "search 10, filter kind=a": p50_ms(
+            lambda i: store.search(namespace(i), filter={"kind": "a"}, limit=10), times
+        ),
+        "list_namespaces (users)": p50_ms(
+            lambda i: store.list_namespaces(prefix=("users",), limit=100), times
+        ),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--times", type=int, default=300)
+    args = parser.parse_args()
+    url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    prefix = f"bench{uuid.uuid4().hex[:8]}"
+    results = {"InMemoryStore": measure(InMemoryStore(), args.items, args.times)}
+    with RedisStore.from_conn_string(url, prefix=prefix) as store:
+        results["RedisStore"] = measure(store, args.items, args.times)
+        keys = list(store.client.scan_iter(match=f"{prefix}:*", count=1000))
+        for start in range(0, len(keys), 500):
+            store.client.unlink(*keys[start : start + 500])
+    print(f"p50 ms, {args.items} items in 100 namespaces, {args.times} calls each")
+    print(f"{'operation':36} {'InMemoryStore':>14} {'RedisStore':>11}")
+    for name in results["RedisStore"]:
+        print(
+            f"{name:36} {results['InMemoryStore'][name]:14.3f} {results['RedisStore'][name]:11.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+--[[
+  store_alive: how many live items a store namespace holds (list_namespaces, the sweep of the
+  global namespace index).
+
+  KEYS[1..5]  S:{S:ns}:h m z x t, as store_put.lua
+
+  ARGV[1]  now (ms)
+
+  Counts: KEYS 5; ARGV 1
+  Reply: the number of unexpired items (expired ones are purged, at most 100 a call, and not
+  counted either way).
+]]
+-- requires: store_purge
+
+local now = tonumber(ARGV[1])
+store_purge(now)
+return redis.call("ZCARD", KEYS[3]) - redis.call("ZCOUNT", KEYS[4], "-inf", now)

@@ -1,0 +1,46 @@
+--[[
+  store_put: put or delete one item of a store namespace (langgraph.store.rediskv).
+
+  KEYS[1]  S:{S:ns}:h  HASH item key -> value (JSON)
+  KEYS[2]  S:{S:ns}:m  HASH item key -> created_at (µs since the epoch)
+  KEYS[3]  S:{S:ns}:z  ZSET item key scored by updated_at (µs): the namespace's index
+  KEYS[4]  S:{S:ns}:x  ZSET item key scored by its expiry (ms); only items with a TTL
+  KEYS[5]  S:{S:ns}:t  HASH item key -> its TTL (ms), for refresh_ttl
+
+  ARGV[1]  now (ms)           expired items are purged first (at most 100)
+  ARGV[2]  item key
+  ARGV[3]  value JSON, or "" to delete
+  ARGV[4]  updated_at (µs), the index score
+  ARGV[5]  TTL (ms), or "" for none
+
+  Counts: KEYS 5; ARGV 5
+  Reply: 1 when the namespace had no item before this put and has one now (the caller writes
+  the namespace into the global index once more), else 0.
+]]
+-- requires: store_purge
+
+local now = tonumber(ARGV[1])
+store_purge(now)
+local key = ARGV[2]
+if store_expired(key, now) then
+  store_drop(key)
+end
+local was_empty = redis.call("ZCARD", KEYS[3]) == 0
+if ARGV[3] == "" then
+  store_drop(key)
+  return 0
+end
+redis.call("HSET", KEYS[1], key, ARGV[3])
+redis.call("HSETNX", KEYS[2], key, ARGV[4])
+redis.call("ZADD", KEYS[3], ARGV[4], key)
+if ARGV[5] == "" then
+  redis.call("ZREM", KEYS[4], key)
+  redis.call("HDEL", KEYS[5], key)
+else
+  redis.call("ZADD", KEYS[4], now + tonumber(ARGV[5]), key)
+  redis.call("HSET", KEYS[5], key, ARGV[5])
+end
+if was_empty then
+  return 1
+end
+return 0

@@ -1,0 +1,180 @@
+"""A LangGraph ``BaseStore`` (long-term memory) on plain Redis or Valkey: core commands and
+atomic Lua scripts, no modules. Key layout: :mod:`langgraph.store.rediskv.keys`; usage and
+costs: ``docs/store.md``. Semantic search (``index=``) is not supported yet."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import redis
+import redis.asyncio as aredis
+from langgraph.store.base import BaseStore, Op, Result, TTLConfig
+
+from .base import default_url, store_config, store_script_sources
+from .core import Call, run_batch
+
+__all__ = ["AsyncRedisStore", "RedisStore"]
+
+
+class _Common(BaseStore):
+    supports_ttl = True
+
+    def _init(self, prefix: str, ttl: TTLConfig | None, index: Any) -> None:
+        if index is not None:
+            raise NotImplementedError("semantic search (index=...) is not supported yet")
+        self.config = store_config(prefix, ttl)
+        self.ttl_config = ttl
+
+    def setup(self) -> None:
+        """Nothing to create: the keys appear with the first put."""
+
+    async def asetup(self) -> None:
+        """Nothing to create: the keys appear with the first put."""
+
+
+class RedisStore(_Common):
+    """Long-term memory on Redis or Valkey, synchronous (``abatch`` runs ``batch`` in a thread).
+
+    Args:
+        url: ``redis://`` URL; defaults to ``$REDIS_URL``, then ``redis://localhost:6379/0``.
+        client: your own ``redis.Redis`` (never closed by the store).
+        prefix: first part of every key.
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": bool}``.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: redis.Redis | None = None,
+        prefix: str = "store",
+        ttl: TTLConfig | None = None,
+        index: Any = None,
+    ) -> None:
+        self._init(prefix, ttl, index)
+        self._owns_client = client is None
+        self._client = client if client is not None else redis.Redis.from_url(default_url(url))
+        self._scripts = {
+            name: self._client.register_script(source)
+            for name, source in store_script_sources().items()
+        }
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, url: str | None = None, **kwargs: Any) -> Iterator[RedisStore]:
+        """A store whose connections close when the ``with`` block ends."""
+        store = cls(url, **kwargs)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    @property
+    def client(self) -> redis.Redis:
+        return self._client
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+    def _run(self, calls: list[Call]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for kind, name, keys, args in calls:
+            if kind == "script":
+                self._scripts[name](keys=list(keys), args=list(args), client=pipe)
+            else:
+                pipe.execute_command(name, *keys)  # type: ignore[no-untyped-call]
+        return list(pipe.execute())
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        rounds = run_batch(self.config, ops)
+        try:
+            calls = next(rounds)
+            while True:
+                calls = rounds.send(self._run(calls))
+        except StopIteration as done:
+            return list(done.value)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        import asyncio
+
+        return await asyncio.to_thread(self.batch, list(ops))
+
+
+class AsyncRedisStore(_Common):
+    """Long-term memory on Redis or Valkey over ``redis.asyncio`` (the sync methods raise
+    when called from the event loop's thread, as LangGraph's async stores do: use ``a*``).
+
+    Args: as :class:`RedisStore`, ``client`` a ``redis.asyncio.Redis``.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: aredis.Redis | None = None,
+        prefix: str = "store",
+        ttl: TTLConfig | None = None,
+        index: Any = None,
+    ) -> None:
+        self._init(prefix, ttl, index)
+        self._owns_client = client is None
+        self._client = client if client is not None else aredis.Redis.from_url(default_url(url))
+        self._scripts = {
+            name: self._client.register_script(source)
+            for name, source in store_script_sources().items()
+        }
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, url: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[AsyncRedisStore]:
+        """A store whose connections close when the ``async with`` block ends."""
+        store = cls(url, **kwargs)
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+    @property
+    def client(self) -> aredis.Redis:
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def _run(self, calls: list[Call]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for kind, name, keys, args in calls:
+            if kind == "script":
+                await self._scripts[name](keys=list(keys), args=list(args), client=pipe)
+            else:
+                pipe.execute_command(name, *keys)
+        return list(await pipe.execute())
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        rounds = run_batch(self.config, ops)
+        try:
+            calls = next(rounds)
+            while True:
+                calls = rounds.send(await self._run(calls))
+        except StopIteration as done:
+            return list(done.value)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise asyncio.InvalidStateError(
+                "Synchronous calls to AsyncRedisStore are only allowed from a different "
+                "thread. From the main thread, use the async interface."
+            )
+        raise NotImplementedError("use the async methods (abatch, aget, asearch ...)")

@@ -1,0 +1,323 @@
+"""The store's operations, sans I/O: ``run_batch`` is a generator that yields rounds of calls
+(one pipeline each) and receives their replies; ``RedisStore`` and ``AsyncRedisStore`` drive it
+over a sync or an async client."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+from .keys import (
+    decode_namespace,
+    encode_namespace,
+    namespace_index_key,
+    namespace_keys,
+    prefix_range,
+)
+
+# A call: ("script", name, keys, args) or ("command", name, args, ())
+Call = tuple[str, str, Sequence[Any], Sequence[Any]]
+Rounds = Generator[list[Call], list[Any], list[Result]]
+
+PAGE_MIN = 16
+PAGE_MAX = 512
+
+
+def now_ms() -> int:
+    """The clock the store reads (tests patch it)."""
+    return int(time.time() * 1000)
+
+
+def now_us() -> int:
+    """updated_at of a put (µs); tests patch it with now_ms."""
+    return time.time_ns() // 1000
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _moment(us: Any) -> datetime:
+    return datetime.fromtimestamp(int(float(_text(us))) / 1_000_000, tz=timezone.utc)
+
+
+# The filter semantics of InMemoryStore (langgraph.store.memory), kept here as it defines them.
+def compare_values(item_value: Any, filter_value: Any) -> bool:
+    """Whether ``item_value`` matches ``filter_value`` (nested equality, $-operators)."""
+    if isinstance(filter_value, dict):
+        if any(k.startswith("$") for k in filter_value):
+            return all(apply_operator(item_value, k, v) for k, v in filter_value.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(compare_values(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(compare_values(i, f) for i, f in zip(item_value, filter_value, strict=False))
+        )
+    return bool(item_value == filter_value)
+
+
+def apply_operator(value: Any, operator: str, op_value: Any) -> bool:
+    """One comparison operator, as InMemoryStore applies it."""
+    if operator == "$eq":
+        return bool(value == op_value)
+    if operator == "$gt":
+        return float(value) > float(op_value)
+    if operator == "$gte":
+        return float(value) >= float(op_value)
+    if operator == "$lt":
+        return float(value) < float(op_value)
+    if operator == "$lte":
+        return float(value) <= float(op_value)
+    if operator == "$ne":
+        return bool(value != op_value)
+    raise ValueError(f"Unsupported operator: {operator}")
+
+
+def does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    """A list_namespaces prefix or suffix condition ('*' matches any label)."""
+    path = condition.path
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise ValueError(f"Unsupported match type: {condition.match_type}")
+    return all(p == "*" or k == p for k, p in pairs)
+
+
+def literal_prefix(conditions: Sequence[MatchCondition] | None) -> tuple[str, ...]:
+    """The labels before the first wildcard of the prefix condition (the index range read)."""
+    for condition in conditions or ():
+        if condition.match_type == "prefix":
+            labels: list[str] = []
+            for label in condition.path:
+                if label == "*":
+                    break
+                labels.append(label)
+            return tuple(labels)
+    return ()
+
+
+def under(namespace: tuple[str, ...], namespace_prefix: tuple[str, ...]) -> bool:
+    return namespace[: len(namespace_prefix)] == namespace_prefix
+
+
+@dataclass
+class _Cursor:
+    """One namespace's position in a search: items read and not yet merged."""
+
+    namespace: tuple[str, ...]
+    start: int = 0
+    done: bool = False
+    buffer: list[SearchItem] = field(default_factory=list)
+
+
+@dataclass
+class StoreConfig:
+    prefix: str
+    ttl: TTLConfig | None = None
+
+
+def _put_calls(config: StoreConfig, op: PutOp, now: int, stamp: int) -> list[Call]:
+    keys = namespace_keys(config.prefix, op.namespace)
+    if op.value is None:
+        return [("script", "store_put", keys, [now, op.key, "", stamp, ""])]
+    ttl = op.ttl
+    ttl_ms = "" if ttl is None else str(int(float(ttl) * 60_000))
+    value = json.dumps(op.value, separators=(",", ":"), ensure_ascii=False)
+    ahead: Call = (
+        "command",
+        "ZADD",
+        [namespace_index_key(config.prefix), 0, encode_namespace(op.namespace)],
+        (),
+    )
+    return [ahead, ("script", "store_put", keys, [now, op.key, value, stamp, ttl_ms])]
+
+
+def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
+    """Every op of the batch: reads see the store as it was before the batch's puts (as
+    InMemoryStore), the puts go in the last round, the last put of an item winning."""
+    ops = list(ops)
+    results: list[Result] = [None] * len(ops)
+    now = now_ms()
+    puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+    first: list[Call] = []
+    slots: list[tuple[int, str]] = []
+    index = namespace_index_key(config.prefix)
+    for i, op in enumerate(ops):
+        if isinstance(op, GetOp):
+            keys = namespace_keys(config.prefix, op.namespace)
+            refresh = "1" if op.refresh_ttl else "0"
+            first.append(("script", "store_get", keys, [now, refresh, op.key]))
+            slots.append((i, "get"))
+        elif isinstance(op, SearchOp):
+            low, high = prefix_range(op.namespace_prefix)
+            first.append(("command", "ZRANGEBYLEX", [index, low, high], ()))
+            slots.append((i, "search"))
+        elif isinstance(op, ListNamespacesOp):
+            low, high = prefix_range(literal_prefix(op.match_conditions))
+            first.append(("command", "ZRANGEBYLEX", [index, low, high], ()))
+            slots.append((i, "list"))
+        elif isinstance(op, PutOp):
+            puts[(op.namespace, op.key)] = op
+        else:
+            raise ValueError(f"Unknown operation type: {type(op)}")
+    if first:
+        replies = yield first
+        searches: list[tuple[int, SearchOp, list[tuple[str, ...]]]] = []
+        listings: list[tuple[int, ListNamespacesOp, list[tuple[str, ...]]]] = []
+        for (i, kind), reply in zip(slots, replies, strict=True):
+            op = ops[i]
+            if kind == "get":
+                assert isinstance(op, GetOp)
+                results[i] = (
+                    None
+                    if not reply
+                    else Item(
+                        value=json.loads(reply[0]),
+                        key=op.key,
+                        namespace=op.namespace,
+                        created_at=_moment(reply[1]),
+                        updated_at=_moment(reply[2]),
+                    )
+                )
+            elif kind == "search":
+                assert isinstance(op, SearchOp)
+                found = [decode_namespace(_text(m)) for m in reply]
+                searches.append((i, op, [n for n in found if under(n, op.namespace_prefix)]))
+            else:
+                assert isinstance(op, ListNamespacesOp)
+                listings.append((i, op, [decode_namespace(_text(m)) for m in reply]))
+        for i, sop, namespaces in searches:
+            results[i] = yield from _search(config, sop, namespaces, now)
+        for i, lop, namespaces in listings:
+            results[i] = yield from _list_namespaces(config, lop, namespaces, now)
+    if puts:
+        calls: list[Call] = []
+        owners: list[str | None] = []  # per call: the namespace of a put script, else None
+        stamp = now_us()
+        for op in puts.values():
+            for call in _put_calls(config, op, now, stamp):
+                calls.append(call)
+                put = call[0] == "script" and op.value is not None
+                owners.append(encode_namespace(op.namespace) if put else None)
+            stamp += 1  # the puts of a batch keep their order in the index
+        replies = yield calls
+        # a namespace that was empty before its put is indexed again (a sweep may have run)
+        again: list[Call] = [
+            ("command", "ZADD", [index, 0, owner], ())
+            for owner, reply in zip(owners, replies, strict=True)
+            if owner is not None and int(reply) == 1
+        ]
+        if again:
+            yield again
+    return results
+
+
+def _search(
+    config: StoreConfig, op: SearchOp, namespaces: list[tuple[str, ...]], now: int
+) -> Generator[list[Call], list[Any], list[SearchItem]]:
+    """Items of the namespaces under the prefix, newest-updated first, merged from pages of
+    each namespace's index; the filter is applied to the pages as they come."""
+    if op.limit <= 0 or not namespaces:
+        return []
+    need = op.offset + op.limit
+    page = max(PAGE_MIN, min(PAGE_MAX, need if not op.filter else need * 4))
+    refresh = "1" if op.refresh_ttl else "0"
+    cursors = [_Cursor(n) for n in namespaces]
+    matched: list[SearchItem] = []
+    # heap of (-updated µs, order, cursor index) over the head of each cursor's buffer
+    while len(matched) < need:
+        wanted = [c for c in cursors if not c.buffer and not c.done]
+        if wanted:
+            calls: list[Call] = [
+                (
+                    "script",
+                    "store_page",
+                    namespace_keys(config.prefix, c.namespace),
+                    [now, refresh, c.start, page],
+                )
+                for c in wanted
+            ]
+            replies = yield calls
+            for c, reply in zip(wanted, replies, strict=True):
+                removed = int(reply[0])
+                body = reply[1:]
+                ranks = len(body) // 4 + removed
+                c.start += ranks - removed
+                if ranks < page:
+                    c.done = True
+                for j in range(0, len(body), 4):
+                    value = json.loads(body[j + 1])
+                    if op.filter and not all(
+                        compare_values(value.get(k), v) for k, v in op.filter.items()
+                    ):
+                        continue
+                    c.buffer.append(
+                        SearchItem(
+                            namespace=c.namespace,
+                            key=_text(body[j]),
+                            value=value,
+                            created_at=_moment(body[j + 2]),
+                            updated_at=_moment(body[j + 3]),
+                        )
+                    )
+        live = [c for c in cursors if c.buffer or not c.done]
+        if not live:
+            break
+        if any(not c.buffer for c in live):
+            continue  # a namespace still to read before the merge can go on
+        # the newest head; a tie goes to the namespace that sorts first
+        best = max(
+            live, key=lambda c: (c.buffer[0].updated_at, [-ord(ch) for ch in ".".join(c.namespace)])
+        )
+        matched.append(best.buffer.pop(0))
+    return matched[op.offset : op.offset + op.limit]
+
+
+def _list_namespaces(
+    config: StoreConfig, op: ListNamespacesOp, namespaces: list[tuple[str, ...]], now: int
+) -> Generator[list[Call], list[Any], list[tuple[str, ...]]]:
+    """The live namespaces the index names (the empty ones are swept from it)."""
+    if namespaces:
+        replies = yield [
+            ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in namespaces
+        ]
+        alive = [n for n, count in zip(namespaces, replies, strict=True) if int(count) > 0]
+        empty = [
+            encode_namespace(n)
+            for n, count in zip(namespaces, replies, strict=True)
+            if int(count) <= 0
+        ]
+        if empty:
+            yield [("command", "ZREM", [namespace_index_key(config.prefix), *empty], ())]
+        namespaces = alive
+    if op.match_conditions:
+        namespaces = [n for n in namespaces if all(does_match(c, n) for c in op.match_conditions)]
+    if op.max_depth is not None:
+        namespaces = sorted({n[: op.max_depth] for n in namespaces})
+    else:
+        namespaces = sorted(namespaces)
+    return namespaces[op.offset : op.offset + op.limit]

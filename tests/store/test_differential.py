@@ -1,0 +1,191 @@
+"""RedisStore against InMemoryStore: random ops, answers compared after every step.
+
+InMemoryStore returns search results in insertion order; this store (like PostgresStore)
+returns them newest-updated first. The reference is therefore InMemoryStore's full answer
+re-ordered by the step of each item's last put, then cut by offset and limit."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from langgraph.store.memory import InMemoryStore
+
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore
+
+from ..conftest import new_prefix
+
+LABELS = st.sampled_from(["a", "b", "c", "a-b", "ab"])
+# few namespaces, so that they hold several items each (the order within one is tested too)
+NAMESPACES = st.one_of(
+    st.lists(st.sampled_from(["a", "b", "a-b"]), min_size=1, max_size=2).map(tuple),
+    st.lists(LABELS, min_size=1, max_size=3).map(tuple),
+)
+PREFIXES = st.lists(LABELS, min_size=0, max_size=2).map(tuple)
+KEYS = st.sampled_from(["k1", "k2", "k3", "k4"])
+VALUES = st.fixed_dictionaries(
+    {"n": st.integers(-3, 3), "s": st.sampled_from(["x", "y"])},
+    optional={"d": st.fixed_dictionaries({"e": st.integers(0, 2)}), "l": st.just([1, 2])},
+)
+FILTERS = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"s": st.sampled_from(["x", "y"])}),
+    st.fixed_dictionaries(
+        {
+            "n": st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq", "$ne"]).flatmap(
+                lambda o: st.fixed_dictionaries({o: st.integers(-3, 3)})
+            )
+        }
+    ),
+    st.fixed_dictionaries({"d": st.fixed_dictionaries({"e": st.integers(0, 2)})}),
+    st.fixed_dictionaries({"l": st.just([1, 2])}),
+)
+
+
+def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    return [(tuple(i.namespace), i.key, i.value) for i in items]
+
+
+class Differential(RuleBasedStateMachine):
+    asynchronous = False
+
+    @initialize()
+    def start(self) -> None:
+        self.model = InMemoryStore()
+        if self.asynchronous:
+            self.loop = asyncio.new_event_loop()
+            self.store: Any = AsyncRedisStore(prefix=new_prefix())
+        else:
+            self.store = RedisStore(prefix=new_prefix())
+        self.step = 0
+        self.last_put: dict[tuple[tuple[str, ...], str], int] = {}
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self.asynchronous:
+            return self.loop.run_until_complete(getattr(self.store, "a" + name)(*args, **kwargs))
+        return getattr(self.store, name)(*args, **kwargs)
+
+    def teardown(self) -> None:
+        if hasattr(self, "store"):
+            if self.asynchronous:
+                self.loop.run_until_complete(self.store.aclose())
+                self.loop.close()
+            else:
+                self.store.close()
+
+    @rule(namespace=NAMESPACES, key=KEYS, value=VALUES)
+    def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> None:
+        self.step += 1
+        self.model.put(namespace, key, value)
+        self.call("put", namespace, key, value)
+        self.last_put[(namespace, key)] = self.step
+
+    @rule(namespace=NAMESPACES, key=KEYS)
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        self.model.delete(namespace, key)
+        self.call("delete", namespace, key)
+
+    @rule(namespace=NAMESPACES, key=KEYS)
+    def get(self, namespace: tuple[str, ...], key: str) -> None:
+        want = self.model.get(namespace, key)
+        got = self.call("get", namespace, key)
+        assert (None if got is None else (tuple(got.namespace), got.key, got.value)) == (
+            None if want is None else (tuple(want.namespace), want.key, want.value)
+        )
+
+    @rule(prefix=PREFIXES, filter=FILTERS, limit=st.integers(0, 6), offset=st.integers(0, 4))
+    def search(
+        self, prefix: tuple[str, ...], filter: dict[str, Any] | None, limit: int, offset: int
+    ) -> None:
+        every = self.model.search(prefix, filter=filter, limit=10_000)
+        every.sort(key=lambda i: -self.last_put[(tuple(i.namespace), i.key)])
+        got = self.call("search", prefix, filter=filter, limit=limit, offset=offset)
+        assert shape(got) == shape(every[offset : offset + limit])
+        assert all(i.score is None for i in got)
+
+    @rule(
+        prefix=st.one_of(
+            st.none(), st.lists(LABELS, min_size=1, max_size=2).map(tuple), st.just(("a", "*"))
+        ),
+        suffix=st.one_of(st.none(), st.lists(LABELS, min_size=1, max_size=2).map(tuple)),
+        max_depth=st.one_of(st.none(), st.integers(1, 3)),
+        limit=st.integers(1, 8),
+        offset=st.integers(0, 3),
+    )
+    def list_namespaces(
+        self,
+        prefix: tuple[str, ...] | None,
+        suffix: tuple[str, ...] | None,
+        max_depth: int | None,
+        limit: int,
+        offset: int,
+    ) -> None:
+        args = {"prefix": prefix, "suffix": suffix, "max_depth": max_depth}
+        args |= {"limit": limit, "offset": offset}
+        # InMemoryStore lists a namespace whose items were all deleted: ask it for the live ones
+        live = {n for n, items in self.model._data.items() if items}
+        want = [
+            n
+            for n in self.model.list_namespaces(**{**args, "limit": 10_000, "offset": 0})
+            if max_depth is not None or n in live
+        ]
+        if max_depth is not None:
+            depths = {
+                n[:max_depth]
+                for n in live
+                if n in self.model.list_namespaces(prefix=prefix, suffix=suffix, limit=10_000)
+            }
+            want = sorted(depths)
+        assert self.call("list_namespaces", **args) == want[offset : offset + limit]
+
+    @invariant()
+    def whole_listing(self) -> None:
+        if hasattr(self, "store"):
+            live = sorted(n for n, items in self.model._data.items() if items)
+            assert self.call("list_namespaces", limit=10_000) == live
+
+
+SETTINGS = settings(
+    max_examples=40,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+class AsyncDifferential(Differential):
+    asynchronous = True
+
+
+TestDifferential = Differential.TestCase
+TestDifferential.settings = SETTINGS
+TestAsyncDifferential = AsyncDifferential.TestCase
+TestAsyncDifferential.settings = SETTINGS
+
+
+@pytest.mark.parametrize("size", [0])
+def test_module_imports(size: int) -> None:
+    assert RedisStore.supports_ttl and AsyncRedisStore.supports_ttl
+
+
+def test_search_is_newest_updated_first_within_and_across_namespaces() -> None:
+    with RedisStore.from_conn_string(prefix=new_prefix()) as store:
+        for namespace, key in [(("a",), "k1"), (("a", "b"), "k2"), (("a",), "k3"), (("c",), "k4")]:
+            store.put(namespace, key, {"v": key})
+        store.put(("a", "b"), "k2", {"v": "again"})  # an update moves the item to the front
+        found = store.search(("a",), limit=10)
+        assert [(tuple(i.namespace), i.key) for i in found] == [
+            (("a", "b"), "k2"),
+            (("a",), "k3"),
+            (("a",), "k1"),
+        ]
+        assert [i.key for i in store.search(("a",), limit=1, offset=1)] == ["k3"]
+        assert [i.key for i in store.search((), filter={"v": {"$ne": "k3"}}, limit=10)] == [
+            "k2",
+            "k4",
+            "k1",
+        ]

@@ -1,0 +1,130 @@
+"""TTL by example, on a virtual clock (core.now_ms / now_us patched), and the store in a graph."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from langgraph.config import get_store
+from langgraph.graph import START, StateGraph
+from typing_extensions import TypedDict
+
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
+
+from ..conftest import new_prefix
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 1_900_000_000_000
+
+    def advance(self, minutes: float) -> None:
+        self.ms += int(minutes * 60_000)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(core, "now_ms", lambda: clock.ms)
+    monkeypatch.setattr(core, "now_us", lambda: clock.ms * 1000)
+    return clock
+
+
+@pytest.fixture
+def store(server_url: str) -> Iterator[RedisStore]:
+    with RedisStore.from_conn_string(
+        server_url, prefix=new_prefix(), ttl={"default_ttl": 10, "refresh_on_read": True}
+    ) as store:
+        yield store
+
+
+def test_an_expired_item_is_gone_from_get_search_and_listing(
+    store: RedisStore, clock: Clock, client: redis.Redis
+) -> None:
+    store.put(("u", "1"), "old", {"v": 1})
+    clock.advance(5)
+    store.put(("u", "2"), "new", {"v": 2})
+    clock.advance(0.001)
+    store.put(("u", "2"), "kept", {"v": 3}, ttl=None)
+    clock.advance(5 - 0.001)  # "old" expires now (10 minutes), "new" in 5
+    assert store.get(("u", "1"), "old") is None
+    assert [i.key for i in store.search(("u",))] == ["kept", "new"]
+    assert store.list_namespaces() == [("u", "2")]
+    # its index entries went with it, and the sweep took the namespace from the global index
+    keys = [k.decode() for k in client.keys(f"{store.config.prefix}:*")]
+    assert not [k for k in keys if ":u.1}" in k]
+    assert client.zrange(f"{store.config.prefix}:store:ns", 0, -1) == [b"u.2"]
+
+
+def test_refresh_on_read_and_refresh_ttl_false(store: RedisStore, clock: Clock) -> None:
+    store.put(("n",), "a", {"v": 1})
+    store.put(("n",), "b", {"v": 2})
+    clock.advance(8)
+    assert store.get(("n",), "a") is not None  # refreshed: 10 more minutes
+    assert store.get(("n",), "b", refresh_ttl=False) is not None
+    clock.advance(8)
+    assert store.get(("n",), "a") is not None
+    assert store.get(("n",), "b") is None
+    assert [i.key for i in store.search(("n",))] == ["a"]
+
+
+def test_per_item_ttl_and_a_put_without_ttl_config(server_url: str, clock: Clock) -> None:
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        store.put(("n",), "short", {"v": 1}, ttl=1)
+        store.put(("n",), "forever", {"v": 2})
+        clock.advance(1)
+        assert store.get(("n",), "short") is None
+        assert store.get(("n",), "forever") is not None
+        assert store.search(("n",), limit=5)[0].key == "forever"
+
+
+async def test_async_store_round_trip(server_url: str, clock: Clock) -> None:
+    async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        await store.aput(("m", "x"), "k", {"nested": {"a": 1}, "n": 5})
+        item = await store.aget(("m", "x"), "k")
+        assert item is not None and item.value == {"nested": {"a": 1}, "n": 5}
+        assert item.created_at.timestamp() * 1000 == clock.ms
+        found = await store.asearch(("m",), filter={"nested": {"a": 1}, "n": {"$gt": 4}})
+        assert [(tuple(i.namespace), i.key, i.score) for i in found] == [(("m", "x"), "k", None)]
+        assert await store.alist_namespaces(prefix=("m",)) == [("m", "x")]
+        await store.adelete(("m", "x"), "k")
+        assert await store.alist_namespaces() == []
+
+
+class State(TypedDict):
+    user: str
+    said: str
+
+
+def remember(state: State) -> dict[str, Any]:
+    store = get_store()
+    namespace = ("memories", state["user"])
+    seen = [i.value["said"] for i in store.search(namespace, limit=100)]
+    store.put(namespace, f"m{len(seen)}", {"said": state["said"]})
+    return {}
+
+
+def test_a_graph_reads_and_writes_memories_from_two_threads(store: RedisStore) -> None:
+    graph = StateGraph(State).add_node("remember", remember)
+    graph.add_edge(START, "remember")
+    app = graph.compile(store=store)
+
+    def user(name: str) -> None:
+        for n in range(5):
+            app.invoke({"user": name, "said": f"{name}-{n}"})
+
+    threads = [threading.Thread(target=user, args=(name,)) for name in ("alice", "bob")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in ("alice", "bob"):
+        said = [i.value["said"] for i in store.search(("memories", name), limit=100)]
+        assert said == [f"{name}-{n}" for n in range(4, -1, -1)]
+    assert store.list_namespaces(prefix=("memories",)) == [
+        ("memories", "alice"),
+        ("memories", "bob"),
+    ]
