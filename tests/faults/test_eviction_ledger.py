@@ -17,7 +17,7 @@ import redis
 from langgraph.checkpoint.rediskv import CheckpointLostError, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from ..integration.test_contract import cfg, chain, listed_ids
+from ..integration.test_contract import cfg, chain, listed_ids, make_checkpoint
 
 
 def ledger_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> dict[str, str]:
@@ -83,8 +83,6 @@ def test_a_record_evicted_whole_is_an_error_naming_thread_record_and_policy(
 
 def _next(saver: RedisSaver, ids: list[str]) -> tuple[Any, Any, Any, Any]:
     """The arguments of a put of one more checkpoint after ids[-1] (appended to ids)."""
-    from .test_contract import make_checkpoint
-
     version = saver.get_next_version(None, None)
     checkpoint = make_checkpoint({"n": len(ids)}, {"n": version})
     config = cfg("t", checkpoint_id=ids[-1])
