@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "src/langgraph/checkpoint/rediskv"
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "src/langgraph/checkpoint/rediskv"
 # (async source, generated sync target), relative to PACKAGE
 PAIRS: list[tuple[str, str]] = [
+    ("async_connection.py", "sync_connection.py"),
+    ("async_cluster.py", "sync_cluster.py"),
+    ("async_calls.py", "sync_calls.py"),
     ("async_transport.py", "sync_transport.py"),
 ]
 
@@ -29,8 +35,8 @@ HEADER = (
 REPLACEMENTS: list[tuple[str, str]] = [
     (r"^.*  # async only.*\n", ""),  # a line only the async side has
     # imports
-    (r"^import asyncio\n", ""),
-    (r"^import itertools\n", "import itertools\nimport threading\n"),
+    # (what a module does not use goes: the generated text passes through ruff's import fixes)
+    (r"^import asyncio\n", "import threading\nimport time\n"),
     (
         r"^from collections\.abc import AsyncIterator, Awaitable, Iterable, ",
         "from collections.abc import Iterable, Iterator, ",
@@ -53,6 +59,10 @@ REPLACEMENTS: list[tuple[str, str]] = [
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAwaitable\[T\]", "T"),
     (r"\bAsyncTransport\b", "SyncTransport"),
+    (r"\bAsyncConnection\b", "SyncConnection"),
+    (r"\bAsyncClusterRouting\b", "SyncClusterRouting"),
+    (r"\bAsyncCalls\b", "SyncCalls"),
+    (r"\.async_(connection|cluster|calls)\b", r".sync_\1"),
     (r"\bacheck_policy_once\b", "check_policy_once"),
     # the coroutines themselves
     (r"\basync def ", "def "),
@@ -69,7 +79,12 @@ REPLACEMENTS: list[tuple[str, str]] = [
         r"|get_delta_channel_history|setup)\b",
         r"\1",
     ),
-    # the docstring of the module
+    # the docstrings of the modules
+    (
+        r'^"""The transport\'s (\w+( \w+)?), written once \(async; ``sync_\w+\.py`` is generated\n'
+        r"from it by ``scripts/unasync\.py``: edit this file and run the script\.\)",
+        r'"""The transport' "'" r"s \1, generated (sync) from its async source (see the header).",
+    ),
     (
         r'^"""The transport, written once: what drives the core\'s requests over an asyncio',
         '"""The transport, generated: what drives the core\'s requests over a synchronous',
@@ -77,11 +92,61 @@ REPLACEMENTS: list[tuple[str, str]] = [
 ]
 
 
+def ruff() -> str:
+    """The ruff of this environment (the test extra installs it), else the one on PATH."""
+    here = Path(sys.executable).parent / "ruff"
+    found = str(here) if here.exists() else shutil.which("ruff")
+    if found is None:
+        raise SystemExit("scripts/unasync.py needs ruff (pip install -e '.[test]')")
+    return found
+
+
+def tidy(text: str, name: str) -> str:
+    """The generated module with the imports it does not use removed and the rest sorted
+    (ruff's fixes F401 and I001, then its formatter), as a hand-written one would be."""
+    target = str(PACKAGE / name)
+    fixed = subprocess.run(
+        [
+            ruff(),
+            "check",
+            "--fix-only",
+            "--select",
+            "F401,I001",
+            "--quiet",
+            "--config",
+            str(REPO / "pyproject.toml"),
+            "--stdin-filename",
+            target,
+            "-",
+        ],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return subprocess.run(
+        [
+            ruff(),
+            "format",
+            "--quiet",
+            "--config",
+            str(REPO / "pyproject.toml"),
+            "--stdin-filename",
+            target,
+            "-",
+        ],
+        input=fixed,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 def generate(source: str, name: str = "async_transport.py") -> str:
     text = source
     for pattern, replacement in REPLACEMENTS:
         text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
-    return HEADER.format(source=name) + text
+    return tidy(HEADER.format(source=name) + text, name.replace("async_", "sync_", 1))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,6 +44,7 @@ def test_check_fails_on_a_stale_file_and_the_script_rewrites_it(
     wanted = unasync.generate(source)
     target.write_text(wanted.replace("def get_tuple(", "def get_tuple_edited_by_hand("))
     monkeypatch.setattr(unasync, "PACKAGE", tmp_path)
+    monkeypatch.setattr(unasync, "PAIRS", [("async_transport.py", "sync_transport.py")])
     assert unasync.main(["--check"]) == 1
     assert capsys.readouterr().err == (
         "sync_transport.py is out of date: run python scripts/unasync.py\n"
