@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -92,6 +93,19 @@ async def test_async_store_round_trip(server_url: str, clock: Clock) -> None:
         assert await store.alist_namespaces(prefix=("m",)) == [("m", "x")]
         await store.adelete(("m", "x"), "k")
         assert await store.alist_namespaces() == []
+
+
+async def test_async_store_takes_sync_calls_from_other_threads(server_url: str) -> None:
+    """A sync node or tool of an async graph runs in an executor thread and calls the
+    store's sync methods: they run on the store's loop."""
+    async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        await store.alist_namespaces()  # (the store learns its loop)
+        await asyncio.to_thread(store.put, ("t",), "k", {"v": 1})
+        got = await asyncio.to_thread(store.get, ("t",), "k")
+        assert got is not None and got.value == {"v": 1}
+        assert (await store.aget(("t",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+        with pytest.raises(asyncio.InvalidStateError, match="only allowed from a different"):
+            store.get(("t",), "k")
 
 
 class State(TypedDict):

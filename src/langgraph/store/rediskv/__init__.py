@@ -4,6 +4,7 @@ costs: ``docs/store.md``. Semantic search (``index=``) is not supported yet."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -122,6 +123,9 @@ class AsyncRedisStore(_Common):
         self._init(prefix, ttl, index)
         self._owns_client = client is None
         self._client = client if client is not None else aredis.Redis.from_url(default_url(url))
+        # the event loop the store runs on, for sync calls from other threads (a sync node or
+        # tool of an async graph runs in an executor thread): known once a coroutine ran
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._scripts = {
             name: self._client.register_script(source)
             for name, source in store_script_sources().items()
@@ -157,6 +161,7 @@ class AsyncRedisStore(_Common):
         return list(await pipe.execute())
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        self._loop = asyncio.get_running_loop()
         rounds = run_batch(self.config, ops)
         try:
             calls = next(rounds)
@@ -166,8 +171,8 @@ class AsyncRedisStore(_Common):
             return list(done.value)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        import asyncio
-
+        """The ops run on the store's event loop, from another thread (as AsyncPostgresStore
+        allows: a sync node or tool of an async graph runs in an executor thread)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -177,4 +182,9 @@ class AsyncRedisStore(_Common):
                 "Synchronous calls to AsyncRedisStore are only allowed from a different "
                 "thread. From the main thread, use the async interface."
             )
-        raise NotImplementedError("use the async methods (abatch, aget, asearch ...)")
+        if self._loop is None or self._loop.is_closed():
+            raise asyncio.InvalidStateError(
+                "AsyncRedisStore has no running event loop yet: make one async call (or "
+                "enter from_conn_string) on the loop it serves before sync calls from threads"
+            )
+        return asyncio.run_coroutine_threadsafe(self.abatch(ops), self._loop).result()
