@@ -142,3 +142,27 @@ def test_a_graph_reads_and_writes_memories_from_two_threads(store: RedisStore) -
         ("memories", "alice"),
         ("memories", "bob"),
     ]
+
+
+def test_a_namespace_filled_during_the_sweep_of_the_index_stays_listed(
+    store: RedisStore, client: redis.Redis
+) -> None:
+    """list_namespaces counts a namespace empty, then removes it from the global index; a put
+    that fills it between the two (its own ZADD came first) must not leave it unlisted."""
+    from langgraph.store.base import ListNamespacesOp
+
+    store.put(("a",), "k", {"v": 1})
+    store.delete(("a",), "k")  # empty, still named by the index until a listing sweeps it
+    rounds = core.run_batch(
+        store.config, [ListNamespacesOp(match_conditions=None, max_depth=None, limit=10)]
+    )
+    calls = next(rounds)
+    try:
+        while True:
+            if any(call[1] == "ZREM" for call in calls):
+                store.put(("a",), "k2", {"v": 2})  # (between the count and the ZREM)
+            calls = rounds.send(store._run(calls))
+    except StopIteration:
+        pass
+    assert store.list_namespaces() == [("a",)]
+    assert [item.key for item in store.search(("a",))] == ["k2"]

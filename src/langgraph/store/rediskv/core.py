@@ -306,13 +306,19 @@ def _list_namespaces(
             ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in namespaces
         ]
         alive = [n for n, count in zip(namespaces, replies, strict=True) if int(count) > 0]
-        empty = [
-            encode_namespace(n)
-            for n, count in zip(namespaces, replies, strict=True)
-            if int(count) <= 0
-        ]
+        empty = [n for n, count in zip(namespaces, replies, strict=True) if int(count) <= 0]
         if empty:
-            yield [("command", "ZREM", [namespace_index_key(config.prefix), *empty], ())]
+            index = namespace_index_key(config.prefix)
+            yield [("command", "ZREM", [index, *map(encode_namespace, empty)], ())]
+            # a put may have filled one between its count and the ZREM (its own ZADD came
+            # before): counted again after the ZREM, such a namespace goes back in the index
+            again = yield [
+                ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in empty
+            ]
+            filled = [n for n, count in zip(empty, again, strict=True) if int(count) > 0]
+            if filled:
+                members = [m for n in filled for m in (0, encode_namespace(n))]
+                yield [("command", "ZADD", [index, *members], ())]
         namespaces = alive
     if op.match_conditions:
         namespaces = [n for n in namespaces if all(does_match(c, n) for c in op.match_conditions)]
