@@ -50,6 +50,14 @@ def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]
     return [(tuple(i.namespace), i.key, i.value) for i in items]
 
 
+SERVER: list[str] = []  # the suite's server (a state machine takes no fixture)
+
+
+@pytest.fixture(autouse=True)
+def suite_server(server_url: str) -> None:
+    SERVER[:] = [server_url]
+
+
 class Differential(RuleBasedStateMachine):
     asynchronous = False
 
@@ -58,9 +66,9 @@ class Differential(RuleBasedStateMachine):
         self.model = InMemoryStore()
         if self.asynchronous:
             self.loop = asyncio.new_event_loop()
-            self.store: Any = AsyncRedisStore(prefix=new_prefix())
+            self.store: Any = AsyncRedisStore(url=SERVER[0], prefix=new_prefix())
         else:
-            self.store = RedisStore(prefix=new_prefix())
+            self.store = RedisStore(url=SERVER[0], prefix=new_prefix())
         self.step = 0
         self.last_put: dict[tuple[tuple[str, ...], str], int] = {}
 
@@ -172,8 +180,8 @@ def test_module_imports(size: int) -> None:
     assert RedisStore.supports_ttl and AsyncRedisStore.supports_ttl
 
 
-def test_search_is_newest_updated_first_within_and_across_namespaces() -> None:
-    with RedisStore.from_conn_string(prefix=new_prefix()) as store:
+def test_search_is_newest_updated_first_within_and_across_namespaces(server_url: str) -> None:
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
         for namespace, key in [(("a",), "k1"), (("a", "b"), "k2"), (("a",), "k3"), (("c",), "k4")]:
             store.put(namespace, key, {"v": key})
         store.put(("a", "b"), "k2", {"v": "again"})  # an update moves the item to the front
