@@ -99,8 +99,6 @@ class RedisStore(_Common):
             return list(done.value)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        import asyncio
-
         return await asyncio.to_thread(self.batch, list(ops))
 
 
