@@ -321,6 +321,24 @@ def delete_prefix(admin: redis.Redis, prefix: str) -> int:
     return deleted
 
 
+def load_tree_package(tree: str) -> Any:
+    """The ``langgraph.checkpoint.rediskv`` package of another checkout, imported as
+    ``rediskv_base`` (its modules import each other relatively; it finds its own ``lua/`` and
+    its Function library is named after its own code, so both run side by side)."""
+    import importlib.util
+
+    package_dir = os.path.join(tree, "src", "langgraph", "checkpoint", "rediskv")
+    spec = importlib.util.spec_from_file_location(
+        "rediskv_base", os.path.join(package_dir, "__init__.py"),
+        submodule_search_locations=[package_dir],
+    )
+    assert spec is not None and spec.loader is not None, tree
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rediskv_base"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _redis_db_url(base: str, db: int) -> str:
     parts = urlsplit(base)
     return parts._replace(path=f"/{db}").geturl()
@@ -376,6 +394,18 @@ async def make_subjects(args: argparse.Namespace, token: str) -> tuple[list[Subj
             THIS_SYNC, ssaver, is_sync=True, redis_url=url, prefix=ssaver.prefix,
             admin=redis.Redis.from_url(url), close_fn=close_sync, floor=sync_floor,
             reset_fn=lambda s=ssaver: forget_registration(s),
+        ))
+    if args.base_tree:
+        # Another checkout's saver in this same run (issue 28: "no regression against a base
+        # in one interleaved run"): its package loaded under another name, its own Lua.
+        base = load_tree_package(args.base_tree)
+        url = _redis_db_url(redis_base, args.redis_db + 3)
+        bsaver = base.AsyncRedisSaver(url, prefix=f"bench{token}b", index_metadata=INDEXED)
+        bfloor = bsaver.client.register_script("return 1")
+        subjects.append(Subject(
+            THIS + "@base", bsaver, redis_url=url, prefix=bsaver.prefix,
+            admin=redis.Redis.from_url(url), close_fn=bsaver.aclose,
+            floor=lambda s=bfloor: s(), reset_fn=lambda s=bsaver: forget_registration(s),
         ))
     if want("inmemory"):
         mem = InMemorySaver()
@@ -1551,6 +1581,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--savers", help="comma-separated subset of: rediskv-async, "
                         "rediskv-sync, inmemory, postgres, sqlite, plainredis")
     parser.add_argument("--iterations", type=int, help="timed iterations per micro op")
+    parser.add_argument("--base-tree", metavar="PATH",
+                        help="also run the AsyncRedisSaver of the checkout at PATH, as "
+                        "rediskv-async@base, in the same interleaved run")
     parser.add_argument("--profile", action="store_true",
                         help="instead: cProfile this saver's aget_tuple, aput and chat loop")
     parser.add_argument("--profile-top", type=int, default=15)

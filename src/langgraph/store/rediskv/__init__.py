@@ -5,7 +5,7 @@ costs: ``docs/store.md``. Semantic search (``index=``) is not supported yet."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -22,11 +22,27 @@ __all__ = ["AsyncRedisStore", "RedisStore"]
 class _Common(BaseStore):
     supports_ttl = True
 
-    def _init(self, prefix: str, ttl: TTLConfig | None, index: Any) -> None:
+    def _init(
+        self,
+        url: str | None,
+        client: Any,
+        connect: Callable[[str], Any],
+        prefix: str,
+        ttl: TTLConfig | None,
+        index: Any,
+    ) -> None:
+        """What both constructors do: ``connect`` makes the client from a URL when none
+        is given (the store then owns it and closes it)."""
         if index is not None:
             raise NotImplementedError("semantic search (index=...) is not supported yet")
         self.config = store_config(prefix, ttl)
         self.ttl_config = ttl
+        self._owns_client = client is None
+        self._client = client if client is not None else connect(default_url(url))
+        self._scripts = {
+            name: self._client.register_script(source)
+            for name, source in store_script_sources().items()
+        }
 
     def setup(self) -> None:
         """Nothing to create: the keys appear with the first put."""
@@ -45,6 +61,8 @@ class RedisStore(_Common):
         ttl: ``{"default_ttl": minutes, "refresh_on_read": bool}``.
     """
 
+    _client: redis.Redis
+
     def __init__(
         self,
         url: str | None = None,
@@ -54,13 +72,7 @@ class RedisStore(_Common):
         ttl: TTLConfig | None = None,
         index: Any = None,
     ) -> None:
-        self._init(prefix, ttl, index)
-        self._owns_client = client is None
-        self._client = client if client is not None else redis.Redis.from_url(default_url(url))
-        self._scripts = {
-            name: self._client.register_script(source)
-            for name, source in store_script_sources().items()
-        }
+        self._init(url, client, redis.Redis.from_url, prefix, ttl, index)
 
     @classmethod
     @contextmanager
@@ -109,6 +121,8 @@ class AsyncRedisStore(_Common):
     Args: as :class:`RedisStore`, ``client`` a ``redis.asyncio.Redis``.
     """
 
+    _client: aredis.Redis
+
     def __init__(
         self,
         url: str | None = None,
@@ -118,16 +132,10 @@ class AsyncRedisStore(_Common):
         ttl: TTLConfig | None = None,
         index: Any = None,
     ) -> None:
-        self._init(prefix, ttl, index)
-        self._owns_client = client is None
-        self._client = client if client is not None else aredis.Redis.from_url(default_url(url))
+        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index)
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): known once a coroutine ran
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._scripts = {
-            name: self._client.register_script(source)
-            for name, source in store_script_sources().items()
-        }
 
     @classmethod
     @asynccontextmanager
