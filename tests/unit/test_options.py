@@ -8,7 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
+from langgraph.checkpoint.rediskv import (
+    AsyncRedisSaver,
+    AsyncShallowRedisSaver,
+    RedisSaver,
+    ShallowRedisSaver,
+)
 from langgraph.checkpoint.rediskv.core import Limits
 from langgraph.checkpoint.rediskv.errors import SettingsError
 from langgraph.checkpoint.rediskv.options import SaverSettings
@@ -192,3 +197,46 @@ def test_from_kwargs_takes_the_constructors_options_with_their_defaults(saver: t
     if saver is RedisSaver:
         mirrored.pop("auto_pipeline")
     assert own == mirrored
+
+
+def test_a_ttl_argument_overrides_the_environments_refresh_flag() -> None:
+    """REDISKV_TTL_REFRESH_ON_READ alone needs REDISKV_TTL_MINUTES, unless the ttl comes from
+    an argument: the argument wins whole (it raised before)."""
+    env = {"REDISKV_TTL_REFRESH_ON_READ": "true"}
+    settings = SaverSettings.from_env(env, ttl={"default_ttl": 5, "refresh_on_read": False})
+    assert settings.ttl == TTLSettings(seconds=300, refresh_on_read=False)
+    assert SaverSettings.from_env(env, ttl=None).ttl is None
+    with pytest.raises(SettingsError) as caught:
+        SaverSettings.from_env(env)
+    assert str(caught.value) == (
+        "REDISKV_TTL_REFRESH_ON_READ='true' is invalid: it needs REDISKV_TTL_MINUTES "
+        "(there is no expiry to refresh)"
+    )
+
+
+@pytest.mark.parametrize("saver", [RedisSaver, AsyncRedisSaver])
+def test_settings_made_for_a_client_need_one(saver: type) -> None:
+    """Settings made with client_given=True hold no URL: from_settings without a client
+    raises instead of connecting to localhost (it did before)."""
+    settings = SaverSettings.from_kwargs(client_given=True)
+    with pytest.raises(ValueError) as caught:
+        saver.from_settings(settings)
+    assert str(caught.value) == (
+        "these settings hold no URL (made with client_given=True): pass client=, or make "
+        "them with a url"
+    )
+
+
+@pytest.mark.parametrize("saver", [ShallowRedisSaver, AsyncShallowRedisSaver])
+def test_a_shallow_saver_from_settings_keeps_the_newest_only(saver: type) -> None:
+    """from_settings of a shallow saver keeps one checkpoint, as its constructor does (it
+    kept every one before), and refuses settings that ask for more."""
+    made = saver.from_settings(SaverSettings.from_kwargs("redis://127.0.0.1:1/0"))
+    assert made.settings.keep_last == 1
+    assert made.settings == SaverSettings.from_kwargs("redis://127.0.0.1:1/0", keep_last=1)
+    with pytest.raises(TypeError) as caught:
+        saver.from_settings(SaverSettings.from_kwargs("redis://127.0.0.1:1/0", keep_last=3))
+    assert str(caught.value) == (
+        f"{saver.__name__} keeps the newest checkpoint only (keep_last=1); for more, use "
+        "RedisSaver(keep_last=N)"
+    )

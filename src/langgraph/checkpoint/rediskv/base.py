@@ -29,7 +29,7 @@ from .core import Request, SaverCore, ScriptCall
 from .errors import RedisUnavailableError as RedisUnavailableError  # (re-exported)
 from .keys import KeySchema, tag_of
 from .options import SaverSettings
-from .settings import redact_url, resolve_url
+from .settings import redact_url
 from .transport_support import explain_response_error
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,10 +88,13 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
             on_lost_checkpoint=settings.on_lost_checkpoint,
             limits=settings.limits,
         )
+        if client is None and settings.url is None:
+            raise ValueError(
+                "these settings hold no URL (made with client_given=True): pass client=, or "
+                "make them with a url"
+            )
         self._owns_client = client is None
-        self._url = (
-            _describe_client(client) if client is not None else settings.url or resolve_url(None)
-        )
+        self._url = _describe_client(client) if client is not None else str(settings.url)
 
     # The serializer lives in the core; keep them in step when LangGraph swaps it
     # (BaseCheckpointSaver.with_allowlist assigns `serde` on a shallow copy).

@@ -144,7 +144,7 @@ class SaverSettings:
         """The settings from the environment (the variables of ``server.py``), a keyword
         argument given here overriding its variable; raises SettingsError naming a bad
         variable, ValueError naming a bad argument."""
-        from_env = env_kwargs(os.environ if environ is None else environ)
+        from_env = env_kwargs(os.environ if environ is None else environ, "ttl" in kwargs)
         from_env.pop("url_from_env")
         ttl_minutes = from_env.pop("ttl_minutes")
         refresh = from_env.pop("refresh_on_read")
@@ -287,10 +287,11 @@ def _parse_index(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
-def env_kwargs(env: Mapping[str, str]) -> dict[str, Any]:
+def env_kwargs(env: Mapping[str, str], ttl_given: bool = False) -> dict[str, Any]:
     """The options the environment sets, as keyword arguments (``ttl`` as ``ttl_minutes``
     and ``refresh_on_read``, and ``url_from_env``: whether ``$REDIS_URL`` gave the URL);
-    raises :class:`SettingsError` on the first bad variable."""
+    raises :class:`SettingsError` on the first bad variable. ``ttl_given``: an argument
+    sets the ttl, so the ttl variables need not agree with each other."""
     unknown = sorted(
         name for name in env if name.startswith(_OWN_NAMESPACE) and name not in ENV_VARS
     )
@@ -320,7 +321,7 @@ def env_kwargs(env: Mapping[str, str]) -> dict[str, Any]:
 
     ttl_minutes = _parse_ttl(env)
     refresh = _parse_bool(env, REFRESH_VAR, False)
-    if refresh and ttl_minutes is None:
+    if refresh and ttl_minutes is None and not ttl_given:
         raise SettingsError(
             REFRESH_VAR, env[REFRESH_VAR], f"it needs {TTL_VAR} (there is no expiry to refresh)"
         )

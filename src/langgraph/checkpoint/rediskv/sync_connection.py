@@ -130,7 +130,8 @@ class SyncConnection(RedisSaverBase):
             The saver.
 
         Raises:
-            ValueError: a client that decodes replies into text.
+            ValueError: a client that decodes replies into text, or no client for settings
+                made without a URL (``client_given=True``).
         """
         saver = cls.__new__(cls)
         saver._start(settings, client, serde, redis_kwargs)
