@@ -18,6 +18,7 @@
   (for keys no index leads to: with an expiry they go by themselves)
 
   Counts: KEYS 2; ARGV 3..
+  Built by: core/calls.py check_thread()
   Reply: { {problem, key, ...}, {reachable key, ...}, cursor | nil } where a problem is one of
     "namespace without index", "index entry without checkpoint",
     "checkpoint without blob", "writes index entry without writes",

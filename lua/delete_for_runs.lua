@@ -12,6 +12,7 @@
   ARGV[5..]  run ids (encoded): a chunk of them
 
   Counts: KEYS 3; ARGV 4..
+  Built by: core/calls.py delete_for_runs()
   Reply: the number of jobs still pending (0: done)
 
   Many runs: the client sends them a chunk per call, with one token. Calls but the last have

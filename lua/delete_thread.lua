@@ -13,6 +13,7 @@
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  budget of this call (see reap_thread)
 
   Counts: KEYS 3; ARGV 3
+  Built by: core/calls.py delete_thread()
   Reply: the number of jobs still pending (0: everything is gone)
 ]]
 -- requires: keyschema, jobs, reap

@@ -9,6 +9,7 @@
   ARGV[2]  its score at least ("inf" or an integer; ZADD GT: a score only grows)
 
   Counts: KEYS 1; ARGV 2
+  Built by: core/calls.py enter_thread_list()
   Reply: when the member is new, up to two other members chosen at random, which the client
   removes if their incarnation is gone (deleted, expired): the list stays bounded, as a
   standalone server's is by index_thread(). Else an empty list.

@@ -14,6 +14,7 @@
   ARGV[9]  (optional) "check": only read the records, reply no records (the cursor alone)
 
   Counts: KEYS 1; ARGV 8..9
+  Built by: core/calls.py export_thread()
   Reply: { cursor | nil, records ... } where the cursor (4 strings) goes on, nil at the end,
   and each record is one of
     "b", ns, ref, value                             a blob, before the checkpoints using it

@@ -25,6 +25,7 @@
   ARGV[8..] the channels (raw names, no duplicates)
 
   Counts: KEYS 1; ARGV 7..
+  Built by: core/calls.py get_delta_channel_history()
   Reply: { cursor | nil, step, step, ... } with one step per ancestor that contributed
   something, nearest ancestor first:
     { {field, record, ...}, {position, value, ...} }

@@ -11,6 +11,7 @@
   ARGV[4]  checkpoint id (raw)
 
   Counts: KEYS 1; ARGV 4
+  Built by: core/calls.py get_kept_checkpoint()
   Reply: nil when there is no such checkpoint (not in the index, incomplete, or its thread's
   root P:th:{T} is gone), else the checkpoint as get_tuple.lua replies it.
 ]]

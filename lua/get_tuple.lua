@@ -14,6 +14,7 @@
            src/langgraph/checkpoint/rediskv/compression.py)
 
   Counts: KEYS 1; ARGV 6+2n
+  Built by: core/calls.py get_tuple()
   Reply: nil when there is no such checkpoint (or its thread's root P:th:{T} is gone, or
   keep_last hid it); an error "LOST <key> <what>" when the thread lost a key it needs to the
   server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)

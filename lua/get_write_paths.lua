@@ -12,6 +12,7 @@
   ARGV[4..] checkpoint ids (raw), at most a few thousand
 
   Counts: KEYS 1; ARGV 3..
+  Built by: core/calls.py get_write_paths()
   Reply: one entry per id, in order: { task id (encoded), task path, ... } of its pending
   writes, one pair per task (empty for a checkpoint without writes, or gone).
 ]]

@@ -20,6 +20,7 @@
   ARGV[7..] ("chunk") the records, as export_thread.lua replies them
 
   Counts: KEYS 3; ARGV 6..
+  Built by: core/calls.py import_thread()
   Reply: "begin": the job number (0 when the target exists), or -1 when the target has
   garbage to reap first; "chunk": the number of checkpoints written; "publish": 0. "chunk"
   and "publish" reply -1, writing nothing, when the copy was discarded meanwhile (a writer or

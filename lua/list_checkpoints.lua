@@ -16,8 +16,10 @@
   ARGV[8]  scan budget: at most this many ids are examined in all, so that a selective filter
            over a long history never blocks the server for long
   ARGV[9]  f, the number of metadata filter pairs, then f pairs: field "m:<key>", canonical JSON
+  then (mode "2") the namespaces (encoded) to list
 
   Counts: KEYS 1; ARGV 9..
+  Built by: core/calls.py list_checkpoints()
   Reply: { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
   { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page: every id above it has been examined;

@@ -13,6 +13,7 @@
   ARGV[6]  f, the number of filter pairs, then f pairs: field "m:<key>", canonical JSON
 
   Counts: KEYS 1; ARGV 6+2n
+  Built by: core/calls.py list_indexed()
   Reply: "BUILDING" when the index is not known to be complete (the key was registered on a
   store that had checkpoints, and no reindex has finished): the client scans instead. Else
   { cursor | nil, tag, record, tag, record, ... } with records laid out as in get_tuple. The

@@ -21,6 +21,7 @@
            whose registry (another slot) the client has read
 
   Counts: KEYS 1..; ARGV 5
+  Built by: core/calls.py list_thread_candidates()
   Reply: "BUILDING" when the indexes are not known to hold every thread (the store had
   checkpoints when they were registered, and no reindex has completed them since): the client
   visits every thread instead. Else { driver, last score read | false, tag, score, tag,

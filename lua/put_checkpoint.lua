@@ -40,6 +40,7 @@
   bytes of a base written before marks
 
   Counts: KEYS 3; ARGV 15..
+  Built by: core/calls.py put_checkpoint()
   Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
   that are neither in this call nor stored (expired, or removed by a concurrent prune), or

@@ -18,6 +18,7 @@
   (lengths in bytes), so a script can read the channel without knowing the serializer.
 
   Counts: KEYS 3; ARGV 6+3n
+  Built by: core/calls.py put_writes()
   Reply: the number of writes stored (first-wins writes that already existed are not
   counted; none for a checkpoint keep_last has trimmed already), or "REAPING" when an earlier delete, prune or copy of the thread left garbage to
   reap first (nothing written).

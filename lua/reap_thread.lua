@@ -13,6 +13,7 @@
            that number with another token is another copy's)
 
   Counts: KEYS 1; ARGV 3..5
+  Built by: core/calls.py reap_thread()
   Reply: the number of jobs still pending: 0 when nothing is left to reap
 ]]
 -- requires: reap

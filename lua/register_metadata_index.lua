@@ -21,6 +21,7 @@
            and the keys follow
 
   Counts: KEYS 1; ARGV 1..
+  Built by: core/calls.py register_metadata_index()
   Reply: for "?" and "claim", those keys; for "state", theirs; else the number of keys
   changed.
 ]]

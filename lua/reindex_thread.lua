@@ -16,6 +16,7 @@
            thread in the threads-by-value lists, which the client writes ahead
 
   Counts: KEYS 1; ARGV 5..6
+  Built by: core/calls.py reindex_thread()
   Reply: { added } when the thread is done, else { added, namespace, id } to resume from;
   added is the number of index entries added (on a cluster: of list bounds recorded); or,
   on a cluster, { "INDEX", inc, S, score, ... }: the client enters the thread in those lists

@@ -14,6 +14,7 @@
   ARGV[3]  how many members to read
 
   Counts: KEYS 2; ARGV 3
+  Built by: core/calls.py run_threads()
   Reply: "BUILDING" when run_id's index is not known to be complete (not registered, or
   registered on a store that had checkpoints and not rebuilt since): the client visits every
   thread instead. Else { last member read | false, tag, tag, ... }: the tags (a thread once

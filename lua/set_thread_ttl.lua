@@ -16,6 +16,7 @@
   ARGV[5]  budget of this call (see reap_thread)
 
   Counts: KEYS 4; ARGV 5
+  Built by: core/calls.py set_thread_ttl()
   Reply: the number of jobs still pending (0: done)
 
   Global metadata indexes (P:mi:*) are shared by every thread, so they only ever get a longer

@@ -10,6 +10,7 @@
   ARGV     none
 
   Counts: KEYS 1; ARGV 0
+  Built by: core/calls.py store_format()
   Reply: P:fmt, or false when there is none.
 
   no-writes: runs on a full server and on a replica too.

@@ -9,9 +9,11 @@
   ARGV[1]  "sample", then how many members: reply up to that many, chosen at random;
            "remove", then members "{T}<inc>": reply the number of members left;
            "score", then a member: reply its score (the invariant checker's)
+  ARGV[2..] what the mode takes, as above: how many, the members, or the member
 
   Works on a server over its maxmemory: it only reads and frees.
   Counts: KEYS 1; ARGV 1..
+  Built by: core/calls.py sweep_thread_list()
 ]]
 -- requires:
 

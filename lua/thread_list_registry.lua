@@ -15,7 +15,9 @@
            (S, the score it was read with, the number of members left): a list left empty
            leaves the registry, one with members goes to the back, unless a write-ahead
            raised its score meanwhile; reply the number of lists changed
+  ARGV[2..] what follows the mode, as above
   Counts: KEYS 1; ARGV 1..
+  Built by: core/calls.py thread_list_registry()
 ]]
 -- requires:
 

@@ -8,6 +8,7 @@
   ARGV[1]  (optional) a list S, or "*"
 
   Counts: KEYS 1; ARGV 0..1
+  Built by: core/calls.py thread_lists()
   Reply: without ARGV[1], { inc | false, S, S, ... }: its incarnation and lists; with S,
   { inc | false, newest | false }: the highest id_score() of its checkpoints with S (a reader
   visits threads by it, newest first); with "*", every field and value (the checker's).

@@ -16,6 +16,7 @@
   ARGV[2..] P:tb:{T} of each thread asked
 
   Counts: KEYS 0; ARGV 1..
+  Built by: core/calls.py thread_states()
   Reply: { { inc | false, newest | false }, ... }, one per key, in order: what thread_lists.lua
   replies to S for that thread.
 ]]

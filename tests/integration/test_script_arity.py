@@ -1,7 +1,5 @@
-"""Every script call the savers send has as many KEYS and ARGV as the script's header says: each
-header has a line ``Counts: KEYS <n>; ARGV <spec>``, where a spec is ``N`` (exactly),
-``N+Kn`` (N, then groups of K), ``N..`` (N or more: a list, or groups whose size a count
-argument gives) or ``N..M`` (N to M: trailing arguments some modes leave out). The fixed part
+"""Every script call the savers send has as many KEYS and ARGV as the script's header says (its
+``Counts:`` line, read by tests/script_headers.py). The fixed part
 agrees with the highest KEYS[i] / ARGV[i] the header describes, and the calls recorded across a
 representative set of operations (sync and async savers, functions on and off) fit."""
 
@@ -12,71 +10,17 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import redis
 
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, RedisSaver
-from langgraph.checkpoint.rediskv.scripts import (
-    SCRIPT_NAMES,
-    function_library,
-    lua_dir,
-    script_sources,
-)
+from langgraph.checkpoint.rediskv.scripts import SCRIPT_NAMES, function_library, script_sources
 
 from ..conftest import new_prefix
+from ..script_headers import Spec, header, header_counts
 from .test_contract import cfg, make_checkpoint
-
-_COUNTS = re.compile(r"^  Counts: KEYS (\S+); ARGV (\S+)$", re.MULTILINE)
-_SPEC = re.compile(r"(\d+)(?:\+(\d+)n|(\.\.)(\d*))?")
-
-
-@dataclass(frozen=True)
-class Spec:
-    """How many arguments a script takes: `fixed`, then any number of groups of `group`
-    (0: none), or up to `most` (None: no bound)."""
-
-    fixed: int
-    group: int = 0
-    most: int | None = 0
-
-    @classmethod
-    def parse(cls, text: str) -> Spec:
-        match = _SPEC.fullmatch(text)
-        assert match, text
-        fixed = int(match.group(1))
-        if match.group(2):
-            return cls(fixed, int(match.group(2)), None)
-        if match.group(3):
-            return cls(fixed, 0, int(match.group(4)) if match.group(4) else None)
-        return cls(fixed, 0, fixed)
-
-    def declared(self) -> int:
-        """The highest position the header must describe one by one."""
-        return self.most if self.most is not None and self.most > self.fixed else self.fixed
-
-    def allows(self, count: int) -> bool:
-        if count < self.fixed:
-            return False
-        if self.group:
-            return (count - self.fixed) % self.group == 0
-        return self.most is None or count <= self.most
-
-
-def _header(name: str) -> str:
-    text = (lua_dir() / f"{name}.lua").read_text()
-    return text[text.index("--[[") : text.index("]]")]
-
-
-def header_counts() -> dict[str, tuple[Spec, Spec]]:
-    counts = {}
-    for name in SCRIPT_NAMES:
-        found = _COUNTS.findall(_header(name))
-        assert len(found) == 1, name
-        counts[name] = (Spec.parse(found[0][0]), Spec.parse(found[0][1]))
-    return counts
 
 
 def _highest(header: str, kind: str) -> int:
@@ -89,9 +33,9 @@ def test_each_header_counts_what_it_describes() -> None:
     counts = header_counts()
     assert sorted(counts) == sorted(SCRIPT_NAMES)
     for name, specs in counts.items():
-        header = _header(name)
+        text = header(name)
         for kind, spec in zip(("KEYS", "ARGV"), specs, strict=True):
-            highest = _highest(header, kind)
+            highest = _highest(text, kind)
             if spec.most is None:  # open: the header describes at least the fixed part
                 assert highest >= spec.fixed, (name, kind)
             else:  # bounded: it describes every position, the last included

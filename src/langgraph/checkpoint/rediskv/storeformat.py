@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any, TypeVar
 
-from .core import Op, SaverCore, ScriptCall
+from .core import Op, SaverCore, calls
 from .errors import StoreFormatError as StoreFormatError  # (re-exported)
 
 T = TypeVar("T")
@@ -38,7 +38,7 @@ def check_store_format(core: SaverCore) -> Op[None]:
     """Read the prefix's format; raise StoreFormatError if it needs a later release than
     this one. Once per saver."""
     key = core.keys.format_key()
-    reply: Any = yield ScriptCall("store_format", (key,), ())
+    reply: Any = yield calls.store_format(key)
     if reply:
         stored = reply.decode() if isinstance(reply, bytes) else str(reply)
         try:

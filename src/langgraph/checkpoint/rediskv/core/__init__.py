@@ -4,6 +4,7 @@ modules imported one way (docs/architecture.md draws them):
 - requests: the request types an operation yields (ScriptCall, ScanKeys, ScanPage, Batch,
   NodeBatch) and the Op/Stream generator types; limits: the tuning limits (Limits);
   rules: the Python half of the rules the scripts share (id_score, index suffixes, ...);
+  calls: one ScriptCall builder per script, its header's KEYS then ARGV;
 - codec: serialization, compression and records; state: a saver's settings, codec, limits
   and caches (CoreState), which every operation takes first;
 - cluster_lists, discovery, paging, merge: the parts listings and jobs are made of;

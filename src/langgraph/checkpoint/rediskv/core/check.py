@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import cluster_lists, discovery, jobs
+from . import calls, cluster_lists, discovery, jobs
 from .requests import Arg, Batch, Op, ScanKeys, ScriptCall
 from .saver import SaverCore
 
@@ -97,9 +97,16 @@ def _scan(core: SaverCore) -> Op[tuple[dict[str, set[str]], list[Problem]]]:
 def _check_call(
     core: SaverCore, tag: str, mode: str, cursor: Sequence[Arg], lists_ready: bool
 ) -> ScriptCall:
-    keys = (core.keys.thread(tag), core.keys.runs(tag))
-    args = (core.keys.prefix, tag, mode, *cursor, CHECK_STEP, "1" if lists_ready else "0")
-    return ScriptCall("check_thread", keys, args)
+    return calls.check_thread(
+        core.keys.thread(tag),
+        core.keys.runs(tag),
+        prefix=core.keys.prefix,
+        tag=tag,
+        mode=mode,
+        cursor_or_keys=cursor,
+        budget=CHECK_STEP,
+        lists_complete="1" if lists_ready else "0",
+    )
 
 
 def _check_lists(core: SaverCore, tags: Sequence[str]) -> Op[list[Problem]]:
@@ -120,7 +127,7 @@ def _check_lists(core: SaverCore, tags: Sequence[str]) -> Op[list[Problem]]:
             continue
         scores = yield Batch(
             [
-                ScriptCall("sweep_thread_list", (key,), ("score", member))
+                calls.sweep_thread_list(key, mode="score", operands=(member,))
                 for key, member, _ in wanted
             ]
         )
@@ -182,15 +189,18 @@ def check_store(core: SaverCore) -> Op[list[Problem]]:
     tags = sorted(orphans)
     for start in range(0, len(tags), core.limits.batch_size):
         chunk = tags[start : start + core.limits.batch_size]
-        calls = [
-            ScriptCall(
-                "check_thread",
-                (core.keys.thread(tag), core.keys.runs(tag)),
-                (core.keys.prefix, tag, "ttl", *orphans[tag]),
+        ttls = [
+            calls.check_thread(
+                core.keys.thread(tag),
+                core.keys.runs(tag),
+                prefix=core.keys.prefix,
+                tag=tag,
+                mode="ttl",
+                cursor_or_keys=orphans[tag],
             )
             for tag in chunk
         ]
-        replies = yield Batch(calls)
+        replies = yield Batch(ttls)
         for tag, lefts in zip(chunk, replies, strict=True):
             for key, left in zip(orphans[tag], lefts, strict=True):
                 # with an expiry it goes by itself (a blob that outlived the checkpoints that

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..keys import encode_part, metadata_index_suffix
 from ..replies import INDEX
+from . import calls
 from .requests import Batch, NodeBatch, Op, ScriptCall
 from .rules import thread_indexed
 from .state import CoreState
@@ -108,11 +109,6 @@ def answer(core: CoreState, tag: str, reply: Sequence[bytes], ahead: Ahead) -> O
     yield from _enter(core, tag, ahead, wanted)
 
 
-def hint_args(ahead: Ahead | None) -> tuple[str, ...]:
-    """The hint as a script's last argument, when there is one."""
-    return (ahead.hint(),) if ahead is not None else ()
-
-
 def is_index_reply(reply: Any) -> bool:
     return isinstance(reply, list) and len(reply) > 1 and reply[0] == INDEX
 
@@ -123,27 +119,27 @@ def _enter(core: CoreState, tag: str, ahead: Ahead, wanted: dict[str, float]) ->
     the registry names as idle."""
 
     member = tag + ahead.inc
-    calls = []
+    entries = []
     registered: list[str] = []
     for suffix, score in wanted.items():
         bound = score + LIST_MARGIN
         ahead.bounds[suffix] = bound
-        calls.append(
-            ScriptCall(
-                "enter_thread_list", (core.keys.threads_with(suffix),), (member, score_arg(bound))
+        entries.append(
+            calls.enter_thread_list(
+                core.keys.threads_with(suffix), member=member, score=score_arg(bound)
             )
         )
         registered += [score_arg(bound), suffix]
     idle_below = score_arg(max(wanted.values()) - LIST_IDLE)
-    registry = ScriptCall(
-        "thread_list_registry", (core.keys.lists_registry(),), ("enter", idle_below, *registered)
+    registry = calls.thread_list_registry(
+        core.keys.lists_registry(), mode="enter", operands=(idle_below, *registered)
     )
-    *replies, idle = yield Batch([*calls, registry])
+    *replies, idle = yield Batch([*entries, registry])
     core.list_cache.put(tag, ahead.inc, ahead.bounds)
     # two members of each list that grew, checked: those of a gone incarnation are removed
     sampled = {
         (call.keys[0], other)
-        for call, others in zip(calls, replies, strict=True)
+        for call, others in zip(entries, replies, strict=True)
         for other in others
     }
     if sampled:
@@ -167,7 +163,7 @@ def _remove_dead(core: CoreState, entries: set[tuple[str, bytes]]) -> Op[dict[st
     if not dead:
         return {}
     left = yield Batch(
-        [ScriptCall("sweep_thread_list", (key,), ("remove", *ms)) for key, ms in dead.items()]
+        [calls.sweep_thread_list(key, mode="remove", operands=ms) for key, ms in dead.items()]
     )
     return dict(zip(dead, (int(n) for n in left), strict=True))
 
@@ -179,21 +175,23 @@ def _sweep(core: CoreState, idle: list[tuple[str, bytes]], now: str) -> Op[None]
 
     keys = [core.keys.threads_with(suffix) for suffix, _ in idle]
     samples = yield Batch(
-        [ScriptCall("sweep_thread_list", (key,), ("sample", SWEEP_SAMPLE)) for key in keys]
+        [calls.sweep_thread_list(key, mode="sample", operands=(SWEEP_SAMPLE,)) for key in keys]
     )
     entries = {(key, m) for key, sample in zip(keys, samples, strict=True) for m in sample}
     left = (yield from _remove_dead(core, entries)) if entries else {}
     swept: list[str | bytes] = []
     for (suffix, read), key, sample in zip(idle, keys, samples, strict=True):
         swept += [suffix, read, str(left.get(key, len(sample)))]
-    yield ScriptCall("thread_list_registry", (core.keys.lists_registry(),), ("swept", now, *swept))
+    yield calls.thread_list_registry(
+        core.keys.lists_registry(), mode="swept", operands=(now, *swept)
+    )
 
 
-def state_call(core: CoreState, tag: str, *what: str) -> ScriptCall:
+def state_call(core: CoreState, tag: str, what: str | None = None) -> ScriptCall:
     """What a thread's P:tb holds (lua/thread_lists.lua): its incarnation and lists; with a
     list S, its incarnation and newest score with S; with "*", every field."""
 
-    return ScriptCall("thread_lists", (core.keys.thread_bounds(tag),), what)
+    return calls.thread_lists(core.keys.thread_bounds(tag), list_suffix=what)
 
 
 def _inc_of(member: bytes) -> bytes:
@@ -216,8 +214,10 @@ def probe(
     no such checkpoint (a put that wrote ahead and never came)."""
 
     # (on a cluster, one call per node: lua/thread_states.lua)
-    calls = [state_call(core, _tag(member), suffix) for _, _, member in asked]
-    states = yield NodeBatch(calls, "thread_states", (suffix,))
+    asks = [state_call(core, _tag(member), suffix) for _, _, member in asked]
+    # the transport adds each node's threads' keys to the node's call
+    node_call = calls.thread_states(list_suffix=suffix, thread_bounds=())
+    states = yield NodeBatch(asks, node_call.name, node_call.args)
     newest: list[tuple[str, float]] = []
     dead: list[bytes] = []
     for (thread_id, _, member), (inc, score) in zip(asked, states, strict=True):
@@ -226,7 +226,7 @@ def probe(
         elif score is not None:
             newest.append((thread_id, float(score)))
     if dead:
-        yield ScriptCall("sweep_thread_list", (core.keys.threads_with(suffix),), ("remove", *dead))
+        yield calls.sweep_thread_list(core.keys.threads_with(suffix), mode="remove", operands=dead)
     return newest
 
 
@@ -255,7 +255,9 @@ def missing_entries(core: CoreState, tags: Sequence[str]) -> Op[list[tuple[str, 
             continue
         scores = yield Batch(
             [
-                ScriptCall("sweep_thread_list", (core.keys.threads_with(s),), ("score", tag + inc))
+                calls.sweep_thread_list(
+                    core.keys.threads_with(s), mode="score", operands=(tag + inc,)
+                )
                 for tag, inc, s, _ in wanted
             ]
         )
@@ -290,10 +292,8 @@ def forget_threads(core: CoreState, thread_ids: Sequence[str], delete: Op[None])
         )
     yield from delete
     removals = [
-        ScriptCall(
-            "sweep_thread_list",
-            (core.keys.threads_with(s.decode()),),
-            ("remove", tag + inc.decode()),
+        calls.sweep_thread_list(
+            core.keys.threads_with(s.decode()), mode="remove", operands=(tag + inc.decode(),)
         )
         for tag, (inc, *suffixes) in zip(tags, states, strict=True)
         if inc

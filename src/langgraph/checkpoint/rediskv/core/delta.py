@@ -19,7 +19,8 @@ from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, get_che
 
 from ..compression import REF_MARK
 from ..keys import encode_part
-from .requests import Op, ScriptCall
+from . import calls
+from .requests import Op
 from .rules import thread_id_of
 from .saver import SaverCore
 
@@ -48,19 +49,16 @@ def get_delta_channel_history(
     open_channels = wanted
     cursors: set[str] = set()
     while True:
-        reply = yield ScriptCall(
-            "get_delta_channel_history",
-            (core.keys.index(tag, ns),),
-            (
-                core.keys.prefix,
-                tag,
-                encode_part(ns),
-                start,
-                resume,
-                core.limits.history_budget,
-                core.ttl_seconds,
-                *open_channels,
-            ),
+        reply = yield calls.get_delta_channel_history(
+            core.keys.index(tag, ns),
+            prefix=core.keys.prefix,
+            tag=tag,
+            namespace=encode_part(ns),
+            checkpoint_id=start,
+            resume=resume,
+            budget=core.limits.history_budget,
+            ttl=core.ttl_seconds,
+            channels=open_channels,
         )
         for writes, seed_pairs in reply[1:]:
             step: dict[str, list[PendingWrite]] = {}

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..keys import THREADS_BY_VALUE, metadata_index_suffix
 from ..replies import BUILDING
-from . import cluster_lists
-from .requests import Arg, Batch, Op, ScanKeys, ScanPage, ScriptCall
+from . import calls, cluster_lists
+from .requests import Arg, Batch, Op, ScanKeys, ScanPage
 from .state import CoreState
 
 # where a listing over many threads takes them from: the next chunk of thread ids, or None
@@ -44,16 +44,13 @@ def read_candidates(core: CoreState, candidates: Candidates) -> Op[bool]:
     if core.cluster_lists and not candidates.driver and not (yield from lists_ready(core)):
         reply: Any = BUILDING
     else:
-        reply = yield ScriptCall(
-            "list_thread_candidates",
+        reply = yield calls.list_thread_candidates(
             candidates.indexes,
-            (
-                core.keys.prefix,
-                candidates.max_score,
-                core.limits.candidate_chunk,
-                candidates.driver,
-                "cluster" if core.cluster_lists else "",
-            ),
+            prefix=core.keys.prefix,
+            max_score=candidates.max_score,
+            chunk=core.limits.candidate_chunk,
+            driver=candidates.driver,
+            cluster="cluster" if core.cluster_lists else "",
         )
     if reply == BUILDING:  # (only ever the first reply: an index once ready stays so)
         candidates.done = True
@@ -82,8 +79,8 @@ def lists_ready(core: CoreState) -> Op[bool]:
     known = core.lists_known_ready
     if known and time.monotonic() - known[0] < core.limits.ready_known_for:
         return True
-    state = yield ScriptCall(
-        "register_metadata_index", (core.keys.metadata_keys(),), ("state", THREADS_BY_VALUE)
+    state = yield calls.register_metadata_index(
+        core.keys.metadata_keys(), mode="state", metadata_keys=(THREADS_BY_VALUE,)
     )
     core.lists_known_ready[:] = [time.monotonic()] if state[0] == b"ready" else []
     return bool(state[0] == b"ready")
@@ -170,10 +167,12 @@ def threads_in_run_index(core: CoreState, run_ids: Sequence[str]) -> Op[list[str
         reading, pending = pending[: core.limits.batch_size], pending[core.limits.batch_size :]
         replies = yield Batch(
             [
-                ScriptCall(
-                    "run_threads",
-                    (index, core.keys.unindexed_runs()),
-                    (core.keys.prefix, after, core.limits.candidate_chunk),
+                calls.run_threads(
+                    index,
+                    core.keys.unindexed_runs(),
+                    prefix=core.keys.prefix,
+                    after=after,
+                    count=core.limits.candidate_chunk,
                 )
                 for index, after in reading
             ]

@@ -8,8 +8,8 @@ import secrets
 from collections.abc import Sequence
 
 from ..keys import THREADS_BY_VALUE
-from . import cluster_lists, discovery
-from .requests import Arg, Op, ScanKeys, ScriptCall
+from . import calls, cluster_lists, discovery
+from .requests import Arg, Op, ScanKeys
 from .state import CoreState
 
 
@@ -22,13 +22,13 @@ def register_metadata_index(core: CoreState) -> Op[None]:
         return
     registry = core.keys.metadata_keys()
     indexes = (*core.indexed, THREADS_BY_VALUE)  # (a cluster: no metadata indexes)
-    missing = yield ScriptCall("register_metadata_index", (registry,), ("?", *indexes))
+    missing = yield calls.register_metadata_index(registry, mode="?", metadata_keys=indexes)
     if missing:
         # checkpoints, not thread roots: pending writes (which LangGraph may store before
         # the first checkpoint's put) need no index
         stored = yield ScanKeys(core.keys.index_pattern())
         state = "building" if stored else "ready"
-        yield ScriptCall("register_metadata_index", (registry,), (state, *missing))
+        yield calls.register_metadata_index(registry, mode=state, metadata_keys=missing)
     core.registered.append(True)
 
 
@@ -45,7 +45,7 @@ def reindex_metadata(core: CoreState) -> Op[int]:
     # under a token of its own (a key registered later, or again after the registry was
     # lost, may have missed a thread already visited: it stays building)
     token = secrets.token_hex(8)
-    pending = yield ScriptCall("register_metadata_index", (registry,), ("claim", token))
+    pending = yield calls.register_metadata_index(registry, mode="claim", metadata_keys=(token,))
     added = 0
     thread_ids = yield from discovery.scan_thread_ids(core)
     for thread_id in thread_ids:
@@ -53,16 +53,14 @@ def reindex_metadata(core: CoreState) -> Op[int]:
         cursor: Sequence[Arg] = ("", "")
         ahead = cluster_lists.Ahead() if core.cluster_lists else None
         while True:
-            reply = yield ScriptCall(
-                "reindex_thread",
-                (core.keys.thread(tag),),
-                (
-                    core.keys.prefix,
-                    tag,
-                    *cursor,
-                    core.limits.reindex_step,
-                    *cluster_lists.hint_args(ahead),
-                ),
+            reply = yield calls.reindex_thread(
+                core.keys.thread(tag),
+                prefix=core.keys.prefix,
+                tag=tag,
+                namespace=cursor[0],
+                after_id=cursor[1],
+                step=core.limits.reindex_step,
+                hint=ahead.hint() if ahead is not None else None,
             )
             if ahead is not None and cluster_lists.is_index_reply(reply):
                 yield from cluster_lists.answer(core, tag, reply, ahead)
@@ -80,5 +78,5 @@ def reindex_metadata(core: CoreState) -> Op[int]:
             core, [core.keys.tag(t) for t in thread_ids]
         )
     if pending:
-        yield ScriptCall("register_metadata_index", (registry,), ("built", token, *pending))
+        yield calls.register_metadata_index(registry, mode="built", metadata_keys=(token, *pending))
     return added

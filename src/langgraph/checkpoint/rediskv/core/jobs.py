@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import CopyInterruptedError, ServerFullError
 from ..keys import encode_part
-from . import cluster_lists, discovery
+from . import calls, cluster_lists, discovery
 from .requests import Arg, Batch, Op, ScriptCall
 from .state import CoreState
 
@@ -45,22 +45,30 @@ def require_list(values: Any, what: str) -> None:
 def reap_call(core: CoreState, tag: str, only: tuple[str, str] | None = None) -> ScriptCall:
     """One step of the thread's pending jobs; ``only``: (job, token), that job alone, while
     it is pending under that token (a copy discarding its own job: reap_thread.lua)."""
-    return ScriptCall(
-        "reap_thread",
-        (core.keys.gc(tag),),
-        (core.keys.prefix, tag, core.limits.reap_step, *(only or ())),
+    job, token = only or (None, None)
+    return calls.reap_thread(
+        core.keys.gc(tag),
+        prefix=core.keys.prefix,
+        tag=tag,
+        budget=core.limits.reap_step,
+        job=job,
+        token=token,
     )
 
 
 def job_call(
-    core: CoreState, name: str, thread_id: str, *extra: Arg, budget: int | None = None
+    core: CoreState,
+    build: Callable[..., ScriptCall],
+    thread_id: str,
+    budget: int | None = None,
+    **extra: Any,
 ) -> tuple[str, ScriptCall]:
-    """The first call of a job: KEYS (root, runs, gc), ARGV (prefix, tag, budget
-    (limits.reap_step unless given), ...)."""
+    """The first call of a job, by its builder (calls.delete_thread, prune, delete_for_runs):
+    KEYS (root, runs, gc), ARGV (prefix, tag, budget (limits.reap_step unless given), ...)."""
     tag = core.keys.tag(thread_id)
     budget = core.limits.reap_step if budget is None else budget
     keys = (core.keys.thread(tag), core.keys.runs(tag), core.keys.gc(tag))
-    return tag, ScriptCall(name, keys, (core.keys.prefix, tag, budget, *extra))
+    return tag, build(*keys, prefix=core.keys.prefix, tag=tag, budget=budget, **extra)
 
 
 def finish_reaping(core: CoreState, thread_id: str) -> Op[None]:
@@ -113,11 +121,11 @@ def prune(core: CoreState, thread_ids: Sequence[str], strategy: str = "keep_late
         for thread_id in thread_ids:
             core.bases.drop_thread(core.keys.tag(thread_id))  # gone with the threads
     else:
-        yield from run_jobs(core, (job_call(core, script, str(t)) for t in thread_ids))
+        yield from run_jobs(core, (job_call(core, calls.prune, str(t)) for t in thread_ids))
 
 
 def _delete_threads(core: CoreState, thread_ids: list[str]) -> Op[None]:
-    delete = run_jobs(core, (job_call(core, "delete_thread", t) for t in thread_ids))
+    delete = run_jobs(core, (job_call(core, calls.delete_thread, t) for t in thread_ids))
     if core.cluster_lists:  # their entries in the lists go after them
         yield from cluster_lists.forget_threads(core, thread_ids, delete)
     else:
@@ -146,17 +154,19 @@ def delete_for_runs(core: CoreState, run_ids: Sequence[str]) -> Op[None]:
     ]
     token = secrets.token_hex(8) if len(chunks) > 1 else ""
     for chunk in chunks[:-1]:
-        calls = [
-            job_call(core, "delete_for_runs", t, token, *chunk, budget=0)[1] for t in thread_ids
+        staged = [
+            job_call(core, calls.delete_for_runs, t, budget=0, token=token, run_ids=chunk)[1]
+            for t in thread_ids
         ]
-        if len(calls) == 1:  # (a pipeline would load the scripts first)
-            yield calls[0]
+        if len(staged) == 1:  # (a pipeline would load the scripts first)
+            yield staged[0]
             continue
-        for start in range(0, len(calls), core.limits.batch_size):
-            yield Batch(calls[start : start + core.limits.batch_size])
+        for start in range(0, len(staged), core.limits.batch_size):
+            yield Batch(staged[start : start + core.limits.batch_size])
     last = chunks[-1]
     yield from run_jobs(
-        core, (job_call(core, "delete_for_runs", t, token, *last) for t in thread_ids)
+        core,
+        (job_call(core, calls.delete_for_runs, t, token=token, run_ids=last) for t in thread_ids),
     )
 
 
@@ -166,10 +176,16 @@ def set_thread_ttl(core: CoreState, thread_id: str, seconds: int | None) -> Op[N
     tag = core.keys.tag(str(thread_id))
     mode, value = ("default", core.ttl_seconds) if seconds is None else ("own", seconds)
     keys = core.keys
-    call = ScriptCall(
-        "set_thread_ttl",
-        (keys.thread(tag), keys.runs(tag), keys.thread_ttl(tag), keys.gc(tag)),
-        (keys.prefix, tag, mode, value, core.limits.reap_step),
+    call = calls.set_thread_ttl(
+        keys.thread(tag),
+        keys.runs(tag),
+        keys.thread_ttl(tag),
+        keys.gc(tag),
+        prefix=keys.prefix,
+        tag=tag,
+        mode=mode,
+        seconds=value,
+        budget=core.limits.reap_step,
     )
     yield from run_jobs(core, [(tag, call)])
 
@@ -191,8 +207,16 @@ def copy_thread(core: CoreState, source_thread_id: str, target_thread_id: str) -
 
     def target_call(mode: str, job: int, *records: Arg) -> ScriptCall:
         indexes = ahead.hint() if ahead is not None else "1" if core.global_index else "0"
-        args = (keys.prefix, tag, core.ttl_seconds, mode, f"{job}:{token}", indexes, *records)
-        return ScriptCall("import_thread", target_keys, args)
+        return calls.import_thread(
+            *target_keys,
+            prefix=keys.prefix,
+            tag=tag,
+            ttl=core.ttl_seconds,
+            mode=mode,
+            job=f"{job}:{token}",
+            indexes=indexes,
+            records=records,
+        )
 
     def chunk(job: int, records: Sequence[Arg]) -> Op[int]:
         """One chunk into the target; on a cluster, once the lists it needs hold the target."""
@@ -204,16 +228,16 @@ def copy_thread(core: CoreState, source_thread_id: str, target_thread_id: str) -
                 return int(reply)
             yield from cluster_lists.answer(core, tag, reply, ahead)
 
-    def export_call(cursor: Sequence[Arg], *mode: Arg) -> ScriptCall:
-        args = (
-            keys.prefix,
-            source_tag,
-            *cursor,
-            core.limits.export_checkpoints,
-            core.limits.export_bytes,
-            *mode,
+    def export_call(cursor: Sequence[Arg], check: str | None = None) -> ScriptCall:
+        return calls.export_thread(
+            keys.thread(source_tag),
+            prefix=keys.prefix,
+            tag=source_tag,
+            cursor=cursor,
+            max_checkpoints=core.limits.export_checkpoints,
+            max_bytes=core.limits.export_bytes,
+            check=check,
         )
-        return ScriptCall("export_thread", (keys.thread(source_tag),), args)
 
     def refuse_unreadable(reply: Sequence[Any]) -> None:
         if len(reply) == 3 and reply[1] == b"u":

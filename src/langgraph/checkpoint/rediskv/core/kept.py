@@ -10,7 +10,8 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from ..keys import decode_part, encode_part
-from .requests import Op, ScriptCall
+from . import calls
+from .requests import Op
 from .state import CoreState
 
 
@@ -19,10 +20,12 @@ def get_kept_checkpoint(
 ) -> Op[CheckpointTuple | None]:
     """A checkpoint by id, also one keep_last hides (lua/get_kept_checkpoint.lua)."""
     tag = core.keys.tag(thread_id)
-    record = yield ScriptCall(
-        "get_kept_checkpoint",
-        (core.keys.index(tag, ns),),
-        (core.keys.prefix, tag, encode_part(ns), checkpoint_id),
+    record = yield calls.get_kept_checkpoint(
+        core.keys.index(tag, ns),
+        prefix=core.keys.prefix,
+        tag=tag,
+        namespace=encode_part(ns),
+        checkpoint_id=checkpoint_id,
     )
     return core.codec.decode_record(thread_id, record) if record else None
 
@@ -33,8 +36,13 @@ def get_write_paths(
     """The task path of each (namespace, checkpoint id, task id) with pending writes among
     ``checkpoint_ids`` of a namespace, hidden checkpoints too (lua/get_write_paths.lua)."""
     tag = core.keys.tag(thread_id)
-    args = (core.keys.prefix, tag, encode_part(ns), *checkpoint_ids)
-    reply: Any = yield ScriptCall("get_write_paths", (core.keys.index(tag, ns),), args)
+    reply: Any = yield calls.get_write_paths(
+        core.keys.index(tag, ns),
+        prefix=core.keys.prefix,
+        tag=tag,
+        namespace=encode_part(ns),
+        checkpoint_ids=checkpoint_ids,
+    )
     found: dict[tuple[str, str, str], str] = {}
     for cid, pairs in zip(checkpoint_ids, reply, strict=True):
         for task, path in zip(pairs[::2], pairs[1::2], strict=True):

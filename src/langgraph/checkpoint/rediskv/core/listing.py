@@ -9,7 +9,7 @@ from typing import Any
 
 from ..keys import decode_part
 from ..replies import BUILDING, NAMESPACES
-from . import discovery, paging
+from . import calls, discovery, paging
 from .discovery import Candidates, Threads
 from .indexes import register_metadata_index
 from .merge import StreamMerge
@@ -52,10 +52,14 @@ def list_indexed(
     yield from register_metadata_index(core)
 
     def call(before: Arg, page: int) -> ScriptCall:
-        return ScriptCall(
-            "list_indexed",
-            (index,),
-            (core.keys.prefix, before, page, core.limits.list_scan_budget, key, *filter_args),
+        return calls.list_indexed(
+            index,
+            prefix=core.keys.prefix,
+            before=before,
+            page=page,
+            scan_budget=core.limits.list_scan_budget,
+            metadata_key=key,
+            filters=filter_args,
         )
 
     first = yield call(before, paging.page_size(core.limits, limit))

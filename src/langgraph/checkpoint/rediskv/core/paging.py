@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from ..keys import encode_part
+from . import calls
 from .limits import Limits
 from .requests import Arg, Batch, Op, ScriptCall, Stream
 from .state import CoreState
@@ -53,21 +54,18 @@ def list_call(
         mode, named = "0", encode_part(ns)
     else:
         mode, named, chunk = "2", "", tuple(ns)
-    return ScriptCall(
-        "list_checkpoints",
-        (core.keys.thread(tag),),
-        (
-            core.keys.prefix,
-            tag,
-            mode,
-            named,
-            only_id,
-            before,
-            page,
-            core.limits.list_scan_budget,
-            *filter_args,
-            *chunk,
-        ),
+    return calls.list_checkpoints(
+        core.keys.thread(tag),
+        prefix=core.keys.prefix,
+        tag=tag,
+        mode=mode,
+        namespace=named,
+        only_id=only_id,
+        before=before,
+        page=page,
+        scan_budget=core.limits.list_scan_budget,
+        filters=filter_args,
+        namespaces=chunk,
     )
 
 

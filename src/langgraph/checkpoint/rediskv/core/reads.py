@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 from ..errors import EVICTION_FIX, CheckpointLostError
 from ..keys import encode_part, metadata_index_suffix
 from ..replies import NAMESPACES
-from . import cluster_lists, listing, paging
+from . import calls, cluster_lists, listing, paging
 from .merge import StreamMerge
 from .requests import Arg, Op, ScriptCall, Stream
 from .rules import UNSELECTIVE, indexable, thread_id_of, thread_indexed
@@ -34,17 +34,14 @@ def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | N
     for ref, base in held.items():
         held_args += [ref, base.mark]
     try:
-        record = yield ScriptCall(
-            "get_tuple",
-            (core.keys.index(tag, ns),),
-            (
-                core.keys.prefix,
-                tag,
-                ns_enc,
-                get_checkpoint_id(config) or "",
-                core.read_ttl_seconds,
-                *held_args,
-            ),
+        record = yield calls.get_tuple(
+            core.keys.index(tag, ns),
+            prefix=core.keys.prefix,
+            tag=tag,
+            namespace=ns_enc,
+            checkpoint_id=get_checkpoint_id(config) or "",
+            read_ttl=core.read_ttl_seconds,
+            held=held_args,
         )
     except CheckpointLostError as lost:
         # (only where the read already failed: the hot path is unchanged)

@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import (
 from ..compression import Base
 from ..keys import blob_ref, decode_part, encode_part, pack_fields
 from ..replies import REAPING
-from . import cluster_lists, jobs
+from . import calls, cluster_lists, jobs
 from .codec import INLINE_MARK
 from .indexes import register_metadata_index
 from .requests import Arg, Op, ScriptCall
@@ -99,38 +99,30 @@ def put(
         base_args: list[Arg] = []
         for base in bases.values():
             base_args += [base.ref, base.check]
-        return ScriptCall(
-            "put_checkpoint",
-            (
-                core.keys.thread(tag),
-                core.keys.index(tag, ns),
-                core.keys.checkpoint(tag, ns, checkpoint_id),
-            ),
-            (
-                core.keys.prefix,
-                tag,
-                ns_enc,
-                checkpoint_id,
-                parent_id,
-                packed_filters,
-                packed_large,
-                ",".join(ref_of.values()) + ",," + ",".join(bases),
-                encode_part(str(run_id)) if run_id is not None else "",
-                core.ttl_seconds,
-                ahead.hint() if ahead else indexed_arg(core),
-                core.keep_last,
-                cluster_lists.score_arg(id_score(checkpoint_id.encode())),
-                # a put without a ttl sweeps its indexes one time in four (it adds no
-                # entry that can die by expiry; see put_checkpoint.lua)
-                "1" if random.random() < 0.25 else "0",
-                *meta_args,
-                len(blob_args) // 2,
-                *blob_args,
-                len(shared),
-                *shared,
-                len(bases),
-                *base_args,
-            ),
+        return calls.put_checkpoint(
+            core.keys.thread(tag),
+            core.keys.index(tag, ns),
+            core.keys.checkpoint(tag, ns, checkpoint_id),
+            prefix=core.keys.prefix,
+            tag=tag,
+            namespace=ns_enc,
+            checkpoint_id=checkpoint_id,
+            parent_id=parent_id,
+            filter_fields=packed_filters,
+            large_fields=packed_large,
+            refs=",".join(ref_of.values()) + ",," + ",".join(bases),
+            run_id=encode_part(str(run_id)) if run_id is not None else "",
+            ttl=core.ttl_seconds,
+            indexed=ahead.hint() if ahead else indexed_arg(core),
+            keep_last=core.keep_last,
+            score=cluster_lists.score_arg(id_score(checkpoint_id.encode())),
+            # a put without a ttl sweeps its indexes one time in four (it adds no
+            # entry that can die by expiry; see put_checkpoint.lua)
+            sweep="1" if random.random() < 0.25 else "0",
+            metadata=meta_args,
+            blobs=(len(blob_args) // 2, *blob_args),
+            shared=(len(shared), *shared),
+            bases=(len(bases), *base_args),
         )
 
     def resend(missing: list[bytes]) -> None:
@@ -208,28 +200,24 @@ def put_writes(
         return None
     tag = core.keys.tag(thread_id)
     task_enc = encode_part(task_id)
-    args: list[Arg] = [
-        core.keys.prefix,
-        tag,
-        encode_part(ns),
-        checkpoint_id,
-        core.ttl_seconds,
-        core.keep_last,
-    ]
+    triples: list[Arg] = []
     for idx, (channel, value) in enumerate(writes):
         slot = WRITES_IDX_MAP.get(channel, idx)
         stored = core.codec.dumps(value, f"the write to channel {channel!r}")
         # special channels (errors, interrupts, ...) replace; regular writes: first wins
         mode = "u" if channel in WRITES_IDX_MAP else "f"
-        args += [f"{task_enc}:{slot}", core.codec.write_record(task_path, channel, stored), mode]
-    call = ScriptCall(
-        "put_writes",
-        (
-            core.keys.thread(tag),
-            core.keys.writes_index(tag, ns),
-            core.keys.writes(tag, ns, checkpoint_id),
-        ),
-        args,
+        triples += [f"{task_enc}:{slot}", core.codec.write_record(task_path, channel, stored), mode]
+    call = calls.put_writes(
+        core.keys.thread(tag),
+        core.keys.writes_index(tag, ns),
+        core.keys.writes(tag, ns, checkpoint_id),
+        prefix=core.keys.prefix,
+        tag=tag,
+        namespace=encode_part(ns),
+        checkpoint_id=checkpoint_id,
+        ttl=core.ttl_seconds,
+        keep_last=core.keep_last,
+        triples=triples,
     )
     yield from retry(core, thread_id, "put_writes", lambda: call)
     return None
