@@ -69,6 +69,7 @@ local function visit(ns, at)
   if at == "" then
     local has_index, has_writes = reach(index), reach(K.writes_index(ns))
     reach(loose_blobs(ns))
+    reach(K.ledger(ns))  -- (its entries: include/ledger.lua)
     if not has_index and not has_writes then report("namespace without index", index) end
     at = "i"
   end

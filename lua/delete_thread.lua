@@ -22,7 +22,7 @@ local prefix, tag = ARGV[1], ARGV[2]
 local K = keyspace(prefix, tag)
 local has_root, has_runs = redis.call("EXISTS", KEYS[1]) == 1, redis.call("EXISTS", KEYS[2]) == 1
 if not has_root and redis.call("EXISTS", KEYS[3]) == 0
-    and redis.call("EXISTS", K.index(""), K.writes_index("")) > 0 then
+    and redis.call("EXISTS", K.index(""), K.writes_index(""), K.ledger("")) > 0 then
   -- the root was evicted (a read says so: include/records.lua's lost()), not moved by a
   -- delete: what it led to of the graph's own namespace is reaped as if it had named it
   redis.call("SADD", KEYS[1], "")

@@ -36,7 +36,7 @@
   The cursor is the id of the next ancestor to visit when the budget ran out with channels
   still open; nil when the walk is complete.
 ]]
--- requires: keyschema, refs, expiry, record
+-- requires: keyschema, refs, expiry, record, records, ledger
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]
@@ -64,6 +64,10 @@ else
     if #latest == 0 then return { false } end
     id = latest[1]
   end
+  if redis.call("EXISTS", K.checkpoint(ns, id)) == 0 and redis.call("ZSCORE", KEYS[1], id)
+      and record_evicted(K, ns, id) then
+    return lost(K.checkpoint(ns, id), "checkpoint record")
+  end
   cursor = record_field(K.checkpoint(ns, id), "p")  -- false: no target, or the root
 end
 
@@ -76,7 +80,14 @@ while cursor and count > 0 and not seen[cursor] do
   end
   local cp = K.checkpoint(ns, cursor)
   local rec = record(cp)
-  if next(rec) == nil then break end
+  if next(rec) == nil then
+    -- an ancestor still indexed whose ledger says it should be there was evicted: the
+    -- history would miss its writes (one that expired or was pruned ends the walk)
+    if redis.call("ZSCORE", KEYS[1], cursor) and record_evicted(K, ns, cursor) then
+      return lost(cp, "checkpoint record")
+    end
+    break
+  end
   seen[cursor] = true
   visited = visited + 1
 
@@ -111,9 +122,12 @@ while cursor and count > 0 and not seen[cursor] do
 
   -- extended, never shortened (with ttl 0: made persistent): the chain must live as long as
   -- the checkpoints that are rebuilt from it, whichever saver wrote them
-  keep_alive(cp, ttl, false)
+  keep_record_alive(K, ns, cursor, ttl)
   if in_hash then keep_alive(K.writes(ns, cursor), ttl, false) end
   if #writes > 0 or #seeds > 0 then reply[#reply + 1] = { writes, seeds } end
   cursor = rec.p
 end
+-- the root outlives the ledger (its entries renewed above): a ledger without its root is
+-- one whose root was evicted (get_tuple.lua)
+if visited > 0 then keep_alive(K.thread, ttl, false) end
 return reply

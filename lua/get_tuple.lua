@@ -25,17 +25,17 @@
   those the client has (a blob's mark is a digest of its bytes), and a chat's base, its
   whole history, is not copied again at every turn.
 ]]
--- requires: keyschema, expiry, records, drop
+-- requires: keyschema, expiry, records, drop, ledger
 
 local K = keyspace(ARGV[1], ARGV[2])
 local ns, id = ARGV[3], ARGV[4]
 
 -- a thread exists while its root does: a delete hides it at once by moving the root away
 if redis.call("EXISTS", K.thread) == 0 then
-  -- the index, the writes index, the runs and the thread's values expire with the root or
-  -- before it, and a delete moves them with the root (into a job of the gc root) or reaps
+  -- the index, the writes index, the ledger, the runs and the thread's values expire with
+  -- the root or before it, and a delete moves them with the root (into a job of the gc root) or reaps
   -- them after it: one of them without both is a root that was evicted
-  local led = redis.call("EXISTS", KEYS[1], K.writes_index(ns), K.runs, K.values)
+  local led = redis.call("EXISTS", KEYS[1], K.writes_index(ns), K.runs, K.values, K.ledger(ns))
   if led > 0 and redis.call("EXISTS", K.gc) == 0 then
     return lost(K.thread, "thread root")
   end
@@ -54,12 +54,17 @@ if id == "" then
     end
     id = latest[1]
     if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then break end
+    -- missing while its ledger says it should be there: evicted, not expired
+    if record_evicted(K, ns, id) then return lost(K.checkpoint(ns, id), "checkpoint record") end
     redis.call("ZREM", KEYS[1], id)
+    redis.call("HDEL", K.ledger(ns), id)
     -- an index emptied so is forgotten with its namespace, not taken for one evicted later
     if redis.call("EXISTS", KEYS[1]) == 0 then forget_empty_namespace(K, ns) end
   end
 elseif not redis.call("ZSCORE", KEYS[1], id) then
   return nil  -- not (or no longer) in the index: deleted, or pruned in steps
+elseif redis.call("EXISTS", K.checkpoint(ns, id)) == 0 and record_evicted(K, ns, id) then
+  return lost(K.checkpoint(ns, id), "checkpoint record")
 end
 local held = {}
 for j = 7, 6 + 2 * tonumber(ARGV[6]), 2 do held[ARGV[j]] = ARGV[j + 1] end

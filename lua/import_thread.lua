@@ -35,7 +35,7 @@
   exists takes the records chunk by chunk (records with the same ids are replaced), each
   checkpoint whole with its blobs.
 ]]
--- requires: keyschema, refs, expiry, record, indexes, lists, jobs
+-- requires: keyschema, refs, expiry, record, indexes, lists, jobs, ledger
 
 local prefix, tag, mode = ARGV[1], ARGV[2], ARGV[4]
 local job, token = string.match(ARGV[5], "^(%d+):(.*)$")
@@ -254,6 +254,7 @@ while i <= #ARGV do
       write_record(key, with_ix(flat, ix))
     end
     expire(key, ttl)
+    if kind == "c" then note_deadline(K, ns, id, ttl) end  -- (include/ledger.lua)
     local index = (kind == "c") and K.index(ns) or K.writes_index(ns)
     local index_created = redis.call("EXISTS", index) == 0
     if kind == "c" then

@@ -30,7 +30,7 @@
   record or after it: evicted), or a thread that lost its root, is an error "LOST <key>
   <what>" (include/records.lua's lost()), never a shorter history.
 ]]
--- requires: replies, keyschema, record, records, drop
+-- requires: replies, keyschema, record, records, drop, ledger
 
 local K = keyspace(ARGV[1], ARGV[2])
 local only_id, before = ARGV[5], ARGV[6]
@@ -43,7 +43,8 @@ if redis.call("EXISTS", KEYS[1]) == 0 then
   -- a key the root leads to without the root, and no delete under way: the root was evicted
   -- (as in get_tuple.lua)
   local ns = ARGV[3] == "0" and ARGV[4] or ""
-  if ARGV[3] ~= "2" and redis.call("EXISTS", K.index(ns), K.writes_index(ns), K.runs, K.values) > 0
+  if ARGV[3] ~= "2" and redis.call("EXISTS", K.index(ns), K.writes_index(ns), K.runs, K.values,
+      K.ledger(ns)) > 0
       and redis.call("EXISTS", K.gc) == 0 then
     return lost(KEYS[1], "thread root")
   end
@@ -70,7 +71,14 @@ end
 local function listable(ns, id)
   local cp = K.checkpoint(ns, id)
   if redis.call("EXISTS", cp) == 0 then
+    -- missing while its ledger says it should be there: evicted, not expired; listed by id
+    -- (a read of it by id says so), else an error rather than a history with a hole
+    if record_evicted(K, ns, id) then
+      if ids_only then return "lost" end
+      return false, lost(cp, "checkpoint record")
+    end
     redis.call("ZREM", K.index(ns), id)  -- the checkpoint expired: drop its dangling entry
+    redis.call("HDEL", K.ledger(ns), id)
     -- an index emptied so is forgotten with its namespace, not taken for one evicted later
     if redis.call("EXISTS", K.index(ns)) == 0 then forget_empty_namespace(K, ns) end
     return false
@@ -83,7 +91,11 @@ if only_id ~= "" then
   if before == "" or only_id < before then
     for _, ns in ipairs(namespaces) do
       if #reply > page then break end
-      if redis.call("ZSCORE", K.index(ns), only_id) and listable(ns, only_id) then
+      local ok, err = false, nil
+      if redis.call("ZSCORE", K.index(ns), only_id) then ok, err = listable(ns, only_id) end
+      if err then return err end
+      if ok == "lost" then return lost(K.checkpoint(ns, only_id), "checkpoint record") end
+      if ok then
         local record, missing = load_checkpoint(K, ns, only_id, 0)
         if missing then return lost(missing, "value") end
         reply[#reply + 1] = record
@@ -151,7 +163,12 @@ while #heap > 0 and taken < page and examined < budget do
   local id = s.ids[s.pos]
   examined = examined + 1
   last = id
-  if listable(s.ns, id) then
+  local ok, err = listable(s.ns, id)
+  if err then return err end
+  if ok == "lost" then  -- ids only: a read of it by id says it is lost
+    reply[#reply + 1] = { s.ns, id }
+    taken = taken + 1
+  elseif ok then
     -- (an id only may name a checkpoint whose blobs are gone: its stream is read again; not
     -- one keep_last hides, field h, which load_checkpoint refuses: a client choosing ids
     -- would choose again past each of them)

@@ -54,7 +54,7 @@
   Maxmemory: the script is flagged (no allow-oom), so a server over its maxmemory refuses it
   before it writes anything.
 ]]
--- requires: replies, keyschema, refs, expiry, record, indexes, trim, lists
+-- requires: replies, keyschema, refs, expiry, record, indexes, trim, lists, ledger
 
 -- A global metadata index of up to this many members is not swept by puts.
 local SWEPT_INDEX_SIZE = 64
@@ -304,6 +304,18 @@ table.sort(writes)
 for _, name in ipairs(writes) do head[#head + 1] = pack_field(name, replaced[name]) end
 redis.call("SET", cp, table.concat(head))  -- (over a record put before, of either layout)
 expire(cp, ttl)
+local ledger_left = redis.call("PTTL", K.ledger(ns))
+-- (whether the index exists: asked once, for the ledger's check and for keep_alive below)
+local index_there = (ttl > 0 or ledger_left ~= -2) and redis.call("EXISTS", KEYS[2]) == 1
+if ledger_left ~= -2 and not index_there then
+  reindex_from_ledger(K, ns, KEYS[2])  -- the index was evicted
+  index_there = redis.call("EXISTS", KEYS[2]) == 1
+  -- it lives as long as the records it holds again (the ledger's life bounds theirs)
+  if ttl > 0 and ledger_left ~= -1 then
+    redis.call("PEXPIRE", KEYS[2], math.max(ledger_left, ttl * 1000))
+  end
+end
+note_deadline(K, ns, id, ttl, ledger_left)  -- so that a reader tells its eviction from its expiry
 if ttl > 0 then
   -- its pending writes (kept when a record is put again, or stored before it) expire with
   -- it: they belong to this checkpoint alone, and must not outlive it
@@ -318,7 +330,7 @@ for ref, left in pairs(left_of) do
   if ttl > 0 or left ~= -1 then keep_alive(K.blob(ns, ref), ttl, false, left) end
 end
 
-local index_created = is_new(KEYS[2], ttl)
+local index_created = ttl == 0 or not index_there  -- (as is_new)
 redis.call("ZADD", KEYS[2], "0", id)
 keep_alive(KEYS[2], ttl, index_created)
 local root_created = is_new(KEYS[1], ttl)
@@ -331,8 +343,12 @@ keep_alive(KEYS[1], ttl, root_created)
 -- (the client picks it at random: ARGV[14]), for those a thread written with a ttl before may
 -- have left. (Until then a dead entry costs memory, never a wrong answer: readers skip it.)
 if ttl > 0 or ARGV[14] == "1" then
+  -- (an entry whose record was evicted stays, with its ledger entry: readers say it is lost)
   sweep_index(KEYS[2], function(other)
-    return other ~= id and redis.call("EXISTS", K.checkpoint(ns, other)) == 0
+    if other == id or redis.call("EXISTS", K.checkpoint(ns, other)) == 1 then return false end
+    if record_evicted(K, ns, other) then return false end
+    redis.call("HDEL", K.ledger(ns), other)
+    return true
   end, ttl > 0 and "3" or "1")
   for _, old_run_id in ipairs(redis.call("SRANDMEMBER", K.runs, ttl > 0 and "2" or "1")) do
     if redis.call("EXISTS", K.run(old_run_id)) == 0 then redis.call("SREM", K.runs, old_run_id) end

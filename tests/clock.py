@@ -4,9 +4,15 @@
 of waiting would do to its expiry: a key with a PTTL is given ``PTTL - seconds`` (PEXPIRE), or
 unlinked when that is not positive. Keys without an expiry are left alone. Only keys under the
 prefix are touched, so it is safe on a server shared with other tests.
+
+The deadline ledgers (``P:dl:*``, lua/include/ledger.lua) hold absolute deadlines in seconds of
+the server's clock: they move ``seconds`` (rounded up) earlier, as if that time had passed, so
+that a record the virtual time expired reads as expired, not as evicted.
 """
 
 from __future__ import annotations
+
+import math
 
 import redis
 
@@ -35,4 +41,23 @@ def advance_time(client: redis.Redis, prefix: str, seconds: float) -> int:
                 pipe.unlink(key)
                 unlinked += 1
         pipe.execute()
+    step = math.ceil(seconds)
+    for key in keys:
+        if ":dl:" not in (key.decode() if isinstance(key, bytes) else key):
+            continue
+        deadlines = client.hgetall(key)
+        aged = {k: int(v) - step for k, v in deadlines.items() if int(v) != 0}
+        if aged:
+            client.hset(key, mapping=aged)
     return unlinked
+
+
+def expire_record(client: redis.Redis, keys: object, tag: str, ns: str, checkpoint_id: str) -> None:
+    """Make one checkpoint record expire now, as its ttl running out would: the record goes,
+    and its deadline in the ledger is in the past (an unlink alone reads as an eviction)."""
+    from langgraph.checkpoint.rediskv.keys import KeySchema
+
+    assert isinstance(keys, KeySchema)
+    assert client.unlink(keys.checkpoint(tag, ns, checkpoint_id)) == 1
+    if client.hexists(keys.ledger(tag, ns), checkpoint_id):
+        client.hset(keys.ledger(tag, ns), checkpoint_id, "1")

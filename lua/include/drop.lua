@@ -16,6 +16,7 @@ local function drop_checkpoint(K, ns, id, refs)
   redis.call("UNLINK", cp, K.writes(ns, id))
   redis.call("SREM", K.writes_index(ns), id)
   redis.call("ZREM", K.index(ns), id)
+  redis.call("HDEL", K.ledger(ns), id)
   return true
 end
 
@@ -33,6 +34,7 @@ end
 local function forget_empty_namespace(K, ns)
   if redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
     redis.call("SREM", K.thread, ns)
+    redis.call("UNLINK", K.ledger(ns))  -- (entries of no checkpoint left)
     -- no checkpoint is left to reference its loose blobs: they go with it
     local loose = K.loose_blobs(ns)
     for _, ref in ipairs(redis.call("SMEMBERS", loose)) do redis.call("UNLINK", K.blob(ns, ref)) end

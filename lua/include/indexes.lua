@@ -1,4 +1,4 @@
--- requires: keyschema, refs, expiry
+-- requires: keyschema, refs, expiry, ledger
 -- The global indexes a checkpoint is in (metadata indexes, threads-by-value indexes, the
 -- threads with an unindexed run), the run and namespace indexes it leaves when it goes, and
 -- keeping a checkpoint alive with every index that leads to it.
@@ -163,11 +163,11 @@ local function leave_threads_index(K, suffix)
 end
 
 -- Keep checkpoint `id` alive at least `ttl` seconds more (0: forever), with what it needs
--- and what leads to it: its hash, its blobs, its namespace index, its run index and the
--- global metadata indexes it is in (`bv`, `run` and `ix`: its fields; all shared keys, so
+-- and what leads to it: its hash (and its ledger entry), its blobs, its namespace index, its
+-- run index and the global metadata indexes it is in (`bv`, `run` and `ix`: its fields; all shared keys, so
 -- their expiries only grow). `left`: the hash's PTTL when the caller has it.
 local function keep_checkpoint_alive(K, ns, id, ttl, bv, run, ix, left)
-  keep_alive(K.checkpoint(ns, id), ttl, false, left)
+  keep_record_alive(K, ns, id, ttl, left)
   keep_alive(K.index(ns), ttl, false)
   for _, ref in ipairs(split_refs(bv)) do
     local blob = K.blob(ns, ref)

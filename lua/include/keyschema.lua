@@ -39,6 +39,8 @@ local function keyspace(prefix, tag)
   K.gc = prefix .. ":gc:" .. tag
   function K.index(ns) return prefix .. ":idx:" .. tag .. ":" .. ns end
   function K.writes_index(ns) return prefix .. ":wi:" .. tag .. ":" .. ns end
+  -- the deadline ledger: raw checkpoint id -> when its record expires (include/ledger.lua)
+  function K.ledger(ns) return prefix .. ":dl:" .. tag .. ":" .. ns end
   function K.checkpoint(ns, id) return checkpoint_key(prefix, tag, ns, id) end
   function K.writes(ns, id) return prefix .. ":w:" .. tag .. ":" .. ns .. ":" .. enc(id) end
   function K.blob(ns, ref) return prefix .. ":blob:" .. tag .. ":" .. ns .. ":" .. ref end

@@ -58,7 +58,7 @@ local function reap_namespace(K, G, ns, budget)
     used = used + #refs + 2
   end
   if used >= budget then return used, false end
-  redis.call("UNLINK", index, K.writes_index(ns), bi)
+  redis.call("UNLINK", index, K.writes_index(ns), bi, K.ledger(ns))
   return used + 1, true
 end
 

@@ -1,4 +1,4 @@
--- requires: replies, refs, expiry, record, indexes
+-- requires: replies, refs, expiry, record, indexes, ledger
 -- Reading checkpoints back.
 
 -- The small fields of a record string that load_checkpoint reads (the small fields come
@@ -50,6 +50,8 @@ end
 -- of them: they are this namespace's); neither is an index lost with what it led to.
 local function index_lost(K, ns)
   if redis.call("SISMEMBER", K.thread, ns) == 0 then return false end
+  -- its deadline ledger names records that should still be stored (include/ledger.lua)
+  if redis.call("EXISTS", K.gc) == 0 and ledger_live(K, ns) then return true end
   if ns ~= "" and redis.call("PTTL", K.thread) ~= -1 then return false end
   local writes_only = false
   for _, id in ipairs(redis.call("SRANDMEMBER", K.writes_index(ns), 16)) do

@@ -64,9 +64,9 @@ def test_threads_spread_over_every_node(server_url: str, local_cluster: LocalClu
                 share.append(sum(1 for _ in direct.scan_iter(match=f"{prefix}:*", count=1000)))
         total = sum(share)
         print(f"\nkeys per node: {share} of {total}")
-        # th, idx, cp and the blob of each thread, and the registry (P:mk: no metadata value
-        # of these needs a threads-by-value list)
-        assert total == 1000 * 4 + 1
+        # th, idx, dl (the deadline ledger), cp and the blob of each thread, and the registry
+        # (P:mk: no metadata value of these needs a threads-by-value list)
+        assert total == 1000 * 5 + 1
         assert all(0.20 <= n / total <= 0.50 for n in share), share
         assert len(list(saver.list(None))) == 1000
         assert saver.check_invariants() == []

@@ -25,6 +25,7 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema, metadata_index_suffix
 
+from ..clock import expire_record
 from ..conftest import data_keys, keys_of, set_limits
 
 
@@ -346,6 +347,7 @@ def test_prune_keep_latest_leaves_exactly_the_latest(
         [
             keys.thread(tag),
             keys.index(tag, ""),
+            keys.ledger(tag, ""),
             keys.checkpoint(tag, "", ids[-1]),  # (with its writes in it)
             keys.blob(tag, "", "n", version),
             keys.runs(tag),
@@ -354,6 +356,7 @@ def test_prune_keep_latest_leaves_exactly_the_latest(
             keys.metadata_index(metadata_index_suffix("run_id", '"r3"')),
         ]
     )
+    assert client.hgetall(keys.ledger(tag, "")) == {ids[-1].encode(): b"0"}  # (no ttl)
     assert tup.checkpoint["channel_values"] == {"n": 3}
     assert tup.pending_writes == [("new-task", "n", 9)]
     saver.prune(["t"], strategy="delete_all")
@@ -395,7 +398,7 @@ def test_a_filtered_list_pages_past_incomplete_checkpoints(
         with pytest.raises(CheckpointLostError) as lost:
             listed_ids(saver, config, filter=filter)
         assert (lost.value.thread_id, lost.value.what, lost.value.key) == ("t", "value", blob)
-    client.unlink(keys.checkpoint(tag, "", broken))
+    expire_record(client, keys, tag, "", broken)
     expected = [i for i in made[::-1] if i != broken]
     assert listed_ids(saver, config, filter={"source": "loop"}) == expected
     assert listed_ids(saver, config) == expected

@@ -47,10 +47,12 @@ def put_chain(
 
 def expected_keys(saver: RedisSaver, thread_id: str, kept: list[str], ns: str = "") -> set[str]:
     """The keys a thread holds when exactly `kept` (with one write each, stored after it, so
-    in its record) remain."""
+    in its record) remain; its deadline ledger holds exactly their entries."""
     keys = saver._core.keys
     tag = keys.tag(thread_id)
-    out = {keys.thread(tag), keys.index(tag, ns), keys.thread_values(tag)}
+    out = {keys.thread(tag), keys.index(tag, ns), keys.thread_values(tag), keys.ledger(tag, ns)}
+    ledger = saver.client.hkeys(keys.ledger(tag, ns))
+    assert sorted(ledger) == sorted(k.encode() for k in kept)
     for checkpoint_id in kept:
         out.add(keys.checkpoint(tag, ns, checkpoint_id))
         tup = saver.get_tuple(cfg(thread_id, ns, checkpoint_id))

@@ -87,6 +87,18 @@ def test_lua_encoding_matches_python_on_hostile_ids(client: redis.Redis) -> None
         assert encode_in_lua(args=[value]).decode() == encode_part(value), value  # type: ignore[operator]
 
 
+def test_the_deadline_ledger_key_is_the_same_in_lua_and_python(client: redis.Redis) -> None:
+    source = (lua_dir() / "include" / "keyschema.lua").read_text()
+    ledger_in_lua = client.register_script(
+        source + "\nreturn keyspace(ARGV[1], ARGV[2]).ledger(enc(ARGV[3]))"
+    )
+    schema = KeySchema("pfx")
+    for ns in ["", "child:1", "a b|c", "\u00e9"]:
+        tag = schema.tag("th:1")
+        assert ledger_in_lua(args=["pfx", tag, ns]).decode() == schema.ledger(tag, ns)
+    assert schema.ledger("{t}", "sub:1") == "pfx:dl:{t}:sub%3A1"
+
+
 @settings(max_examples=200, deadline=None)
 @given(value=st.text())
 def test_lua_encoding_matches_python(value: str, server_url: str) -> None:
@@ -176,7 +188,7 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
         )
         keys = keys_of(client, KeySchema(saver.prefix).thread_keys_pattern(thread_id))
         kinds = sorted({k.split(":")[1] for k in keys})
-        assert kinds == ["blob", "cp", "idx", "th", "tv", "w", "wi"]
+        assert kinds == ["blob", "cp", "dl", "idx", "th", "tv", "w", "wi"]
         assert len({key_slot(k.encode()) for k in keys}) == 1
     # and every key under the prefix belongs to one of those threads (no run_id: no global
     # metadata index entry with the default index_metadata), but for the threads-by-value
@@ -184,7 +196,7 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
     assert [k for k in keys_of(client, f"{saver.prefix}:*") if ":mi:" in k] == []
     shared = [f"{saver.prefix}:tm:source:%22input%22"]
     assert keys_of(client, f"{saver.prefix}:tm:*") == shared
-    assert len(data_keys(client, saver.prefix)) == 3 * 7 + 1  # and the registry P:mk
+    assert len(data_keys(client, saver.prefix)) == 3 * 8 + 1  # and the registry P:mk
 
 
 def test_remembered_refs_and_metadata_forms_keep_equal_values_of_other_types_apart() -> None:

@@ -25,7 +25,9 @@ Rules (each a hypothesis ``@rule``):
   first), but from a metadata index (newest first); with one, the newest of all.
 - ``evict``: one key of a thread unlinked, as a server's eviction does; reads of the thread
   return what the model holds or raise CheckpointLostError (with
-  ``on_lost_checkpoint="fall_back"`` also an older checkpoint, whole), and a delete and the
+  ``on_lost_checkpoint="fall_back"`` also an older checkpoint, whole); a list of the namespace
+  of a live checkpoint whose record was evicted raises (its deadline ledger tells it from an
+  expired one, never a history with a hole), and a delete and the
   cleanup pass (``remove_orphans``, what ``rediskv doctor --repair`` runs) leave no key of it.
 - ``delete_thread``, ``delete_for_runs``, ``copy_thread`` (to a fresh thread or onto an existing
   one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
@@ -831,15 +833,29 @@ class SaverMachine(RuleBasedStateMachine):
     def evict(self, thread: int, which: int) -> None:
         """The server evicts one key of a thread (a maxmemory-policy other than noeviction):
         each read of the thread then returns checkpoints equal to the model's (a shorter
-        history or an older latest one may be what is left: docs/reliability.md, Eviction) or
-        raises CheckpointLostError naming it; the app deletes the thread, which leaves no key of it
-        (checked by the invariants)."""
+        history or an older latest one may be what is left when it lost another key: the
+        ledger, or all of it: docs/reliability.md, Eviction) or raises CheckpointLostError
+        naming it, and a list always does when the key is a live checkpoint's record; the app
+        deletes the thread, which leaves no key of it (checked by the invariants)."""
         th = self.pick_thread(thread)
         _, by_thread = self.keys_by_thread()
         keys = sorted(k for k in by_thread[th.id] if ":gc:" not in k)
         if not keys:
             return
-        self.client.unlink(keys[which % len(keys)])
+        evicted = keys[which % len(keys)]
+        self.client.unlink(evicted)
+        # a live checkpoint's record (with more than the ledger's second of grace left: the
+        # model's clock and the server's differ by the time the steps take)
+        schema = self.saver._core.keys
+        tag = schema.tag(th.id)
+        record_of = next(
+            (
+                cp
+                for cp in th.cps.values()
+                if schema.checkpoint(tag, cp.ns, cp.id) == evicted and cp.alive_until - self.now > 3
+            ),
+            None,
+        )
         for ns in NAMESPACES:
             config = {"configurable": {"thread_id": th.id, "checkpoint_ns": ns}}
             # fall_back: an older checkpoint equal to the model's, or the error; never partial
@@ -855,6 +871,8 @@ class SaverMachine(RuleBasedStateMachine):
                     if exc.thread_id != th.id:
                         fail("evict.error", f"{read} of {th.id!r} named {exc.thread_id!r}")
                     continue
+                if read == "list" and record_of is not None and record_of.ns == ns:
+                    fail("evict.silent", f"list of {th.id!r} {ns!r} skipped evicted {evicted}")
                 for t in got:
                     cp = th.cps.get((ns, t.config["configurable"]["checkpoint_id"]))
                     if cp is None:

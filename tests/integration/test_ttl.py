@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
-from ..clock import advance_time
+from ..clock import advance_time, expire_record
 from ..conftest import RoundTrips, data_keys, keys_of
 from .test_contract import cfg, chain, make_checkpoint
 
@@ -68,7 +68,7 @@ def test_every_key_written_carries_an_expiry(
         saver.copy_thread("t", "copy")
         ttls = {k: client.ttl(k) for k in data_keys(client, prefix)}
     kinds = {k.split(":")[1] for k in ttls}
-    assert kinds == {"th", "idx", "cp", "w", "wi", "blob", "runs", "run", "mi", "tm", "tv"}
+    assert kinds == {"th", "idx", "dl", "cp", "w", "wi", "blob", "runs", "run", "mi", "tm", "tv"}
     assert all(0 < ttl <= 30 for ttl in ttls.values()), ttls
 
 
@@ -144,10 +144,26 @@ def test_a_checkpoint_is_complete_or_absent(saver: RedisSaver, client: redis.Red
         list(saver.list(cfg("t")))
     client.zrem(keys.index(tag, ""), ids[3])
     assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [ids[2], ids[1], ids[0]]
-    # an index entry whose checkpoint expired is skipped, then cleaned up
-    client.unlink(keys.checkpoint(tag, "", ids[1]))
-    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [ids[2], ids[0]]
-    assert client.zrange(keys.index(tag, ""), 0, -1) == [i.encode() for i in [ids[0], ids[2]]]
+    # an index entry whose checkpoint expired is skipped, then cleaned up (with its ledger
+    # entry); one whose record was evicted (its ledger says it should be there) is an error
+    client.unlink(keys.checkpoint(tag, "", ids[2]))
+    with pytest.raises(CheckpointLostError) as lost:
+        list(saver.list(cfg("t")))
+    assert (lost.value.what, lost.value.key) == (
+        "checkpoint record",
+        keys.checkpoint(tag, "", ids[2]),
+    )
+    client.hset(keys.ledger(tag, ""), ids[2], "1")  # (as if it had expired)
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [ids[1], ids[0]]
+    assert client.zrange(keys.index(tag, ""), 0, -1) == [i.encode() for i in [ids[0], ids[1]]]
+    # (ids[3] left the index by hand above, not by a script: its ledger entry stays)
+    assert sorted(client.hkeys(keys.ledger(tag, ""))) == [
+        i.encode() for i in (ids[0], ids[1], ids[3])
+    ]
+    expire_record(client, keys, tag, "", ids[1])
+    assert [t.checkpoint["id"] for t in saver.list(cfg("t"))] == [ids[0]]
+    assert client.zrange(keys.index(tag, ""), 0, -1) == [ids[0].encode()]
+    assert sorted(client.hkeys(keys.ledger(tag, ""))) == [i.encode() for i in (ids[0], ids[3])]
 
 
 def test_indexes_of_a_long_lived_thread_stay_bounded(
@@ -554,5 +570,9 @@ def test_keep_last_leaves_no_loose_set_behind(
         assert keys_of(client, f"{prefix}:lb:*") == []
         assert [p for p in shallow.check_invariants() if not p.stale] == []
         assert keys_of(client, keys.thread_keys_pattern("t")) == sorted(
-            [keys.thread(keys.tag("t")), keys.index(keys.tag("t"), "")]
+            [
+                keys.thread(keys.tag("t")),
+                keys.index(keys.tag("t"), ""),
+                keys.ledger(keys.tag("t"), ""),
+            ]
         )  # the containers the first (ttl-less) put made, which never expire

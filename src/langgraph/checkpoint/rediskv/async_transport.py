@@ -47,8 +47,8 @@ class AsyncTransport(AsyncCalls):
 
         Raises:
             RedisUnavailableError: the server could not be reached.
-            CheckpointLostError: the checkpoint lost a value to the server's eviction (see
-                the saver's ``on_lost_checkpoint``).
+            CheckpointLostError: the checkpoint lost a value or its record to the server's
+                eviction (see the saver's ``on_lost_checkpoint``).
             ValueError: ``config`` names no thread.
         """
         return await self._run(self._core.get_tuple(config))

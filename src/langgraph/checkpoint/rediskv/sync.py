@@ -73,9 +73,9 @@ class RedisSaver(SyncTransport):
             puts). Checkpoints that a kept one rebuilds a DeltaChannel from are kept too (and
             hidden from get and list). ``None`` (the default) keeps the whole history.
         on_lost_checkpoint: what ``get_tuple`` of a thread's latest checkpoint does when that
-            checkpoint lost a value to the server's eviction: ``"raise"`` (the default)
-            raises CheckpointLostError; ``"fall_back"`` returns the newest checkpoint of the
-            thread and namespace that is still complete, and logs a warning (README,
+            checkpoint lost a value or its record to the server's eviction: ``"raise"`` (the
+            default) raises CheckpointLostError; ``"fall_back"`` returns the newest checkpoint
+            of the thread and namespace that is still complete, and logs a warning (README,
             Eviction). A read by checkpoint id always raises.
         functions: run put, put_writes, get_tuple and list (of one thread) as functions of a
             Lua library (FUNCTION LOAD once, on each primary of a cluster; then FCALL) built

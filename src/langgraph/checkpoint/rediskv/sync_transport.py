@@ -50,8 +50,8 @@ class SyncTransport(SyncCalls):
 
         Raises:
             RedisUnavailableError: the server could not be reached.
-            CheckpointLostError: the checkpoint lost a value to the server's eviction (see
-                the saver's ``on_lost_checkpoint``).
+            CheckpointLostError: the checkpoint lost a value or its record to the server's
+                eviction (see the saver's ``on_lost_checkpoint``).
             ValueError: ``config`` names no thread.
         """
         return self._run(self._core.get_tuple(config))

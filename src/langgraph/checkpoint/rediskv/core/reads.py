@@ -21,6 +21,10 @@ from .state import CoreState
 # logs them
 eviction_logger = logging.getLogger("langgraph.checkpoint.rediskv.eviction")
 
+# what a latest read falls back past with on_lost_checkpoint="fall_back": a checkpoint that
+# lost a value or its whole record (evicted; lua/include/ledger.lua tells it from expired)
+FALLS_BACK = ("value", "checkpoint record")
+
 
 def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | None]:
     thread_id = thread_id_of(config)
@@ -45,7 +49,7 @@ def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | N
         )
     except CheckpointLostError as lost:
         # (only where the read already failed: the hot path is unchanged)
-        if core.on_lost_checkpoint != "fall_back" or lost.what != "value":
+        if core.on_lost_checkpoint != "fall_back" or lost.what not in FALLS_BACK:
             raise
         if get_checkpoint_id(config):
             raise  # a checkpoint asked for by id is that one or none
@@ -76,27 +80,30 @@ def newest_complete(
             try:
                 found = yield from get_tuple(core, config)  # type: ignore[arg-type]
             except CheckpointLostError as again:
-                if again.what != "value":
+                if again.what not in FALLS_BACK:
                     raise
                 lost_id = lost_id or checkpoint_id
                 continue
             if found is not None:
                 if lost_id is not None:  # (else a newer complete one came meanwhile)
-                    warn_of_fall_back(thread_id, ns, lost_id, lost.key, checkpoint_id)
+                    warn_of_fall_back(thread_id, ns, lost_id, lost.key, checkpoint_id, lost.what)
                 return found
         if reply[0] is None:
             raise lost
         before = reply[0]
 
 
-def warn_of_fall_back(thread_id: str, ns: str, lost_id: str, key: str, returned_id: str) -> None:
+def warn_of_fall_back(
+    thread_id: str, ns: str, lost_id: str, key: str, returned_id: str, what: str = "value"
+) -> None:
     """The warning of on_lost_checkpoint="fall_back": what was lost, and what was returned
     instead of it."""
     eviction_logger.warning(
-        "thread %r lost a value (%s) of its latest checkpoint %s in namespace %r, most likely "
+        "thread %r lost %s (%s) of its latest checkpoint %s in namespace %r, most likely "
         "to the server's eviction; on_lost_checkpoint='fall_back' returned the newest "
         "complete checkpoint, %s, and the turns after it are lost; to prevent it %s",
         thread_id,
+        "a value" if what == "value" else "the record",
         key,
         lost_id,
         ns,
