@@ -127,7 +127,10 @@ while cursor and count > 0 and not seen[cursor] do
   if #writes > 0 or #seeds > 0 then reply[#reply + 1] = { writes, seeds } end
   cursor = rec.p
 end
--- the root outlives the ledger (its entries renewed above): a ledger without its root is
--- one whose root was evicted (get_tuple.lua)
-if visited > 0 then keep_alive(K.thread, ttl, false) end
+-- the index and the root outlive the records renewed above and their ledger entries: a
+-- live ledger without its index is one whose index was evicted (records.lua's index_lost)
+if visited > 0 then
+  keep_alive(KEYS[1], ttl, false)
+  keep_alive(K.thread, ttl, false)
+end
 return reply

@@ -43,8 +43,7 @@ if redis.call("EXISTS", KEYS[1]) == 0 then
   -- a key the root leads to without the root, and no delete under way: the root was evicted
   -- (as in get_tuple.lua)
   local ns = ARGV[3] == "0" and ARGV[4] or ""
-  if ARGV[3] ~= "2" and redis.call("EXISTS", K.index(ns), K.writes_index(ns), K.runs, K.values,
-      K.ledger(ns)) > 0
+  if ARGV[3] ~= "2" and redis.call("EXISTS", K.index(ns), K.writes_index(ns), K.runs, K.values) > 0
       and redis.call("EXISTS", K.gc) == 0 then
     return lost(KEYS[1], "thread root")
   end
