@@ -110,25 +110,22 @@ end
 
 -- A put that finds the ledger but not the index (the index was evicted: it would start again
 -- with the new checkpoint alone, and the history before it would be gone without a word)
--- indexes again the records the ledger names that are still stored, up to LEDGER_BACKFILL of
--- them (a bounded step; the rest are left to check_invariants); the entries of those that are
--- not go (no index entry leads to them: evicted or expired, nothing tells).
+-- indexes again the records the ledger names that are still stored; the entries of those
+-- that are not go (no index entry leads to them: evicted or expired, nothing tells). A ledger
+-- of more than LEDGER_BACKFILL entries is left alone (one put does bounded work): then the
+-- index starts again, and `rediskv doctor` reports the records no index leads to.
 local function reindex_from_ledger(K, ns, index)
-  local key, cursor, seen = K.ledger(ns), "0", 0
-  repeat
-    local reply = redis.call("HSCAN", key, cursor, "COUNT", 200)
-    cursor = reply[1]
-    local fields = reply[2]
-    for i = 1, #fields, 2 do
-      local id = fields[i]
-      if id ~= STAMP then
-        if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
-          redis.call("ZADD", index, 0, id)
-        else
-          redis.call("HDEL", key, id)
-        end
+  local key = K.ledger(ns)
+  if redis.call("HLEN", key) > LEDGER_BACKFILL + 1 then return end  -- (+1: the stamp)
+  local fields = redis.call("HGETALL", key)
+  for i = 1, #fields, 2 do
+    local id = fields[i]
+    if id ~= STAMP then
+      if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
+        redis.call("ZADD", index, 0, id)
+      else
+        redis.call("HDEL", key, id)
       end
     end
-    seen = seen + #fields / 2
-  until cursor == "0" or seen >= LEDGER_BACKFILL
+  end
 end

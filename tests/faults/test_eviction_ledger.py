@@ -21,8 +21,15 @@ from ..integration.test_contract import cfg, chain, listed_ids, make_checkpoint
 
 
 def ledger_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> dict[str, str]:
+    """The ledger's entries (its stamp, field "", left out: stamp_of)."""
     raw = client.hgetall(keys.ledger(keys.tag(thread), ns))
-    return {k.decode(): v.decode() for k, v in raw.items()}
+    return {k.decode(): v.decode() for k, v in raw.items() if k != b""}
+
+
+def stamp_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> str | None:
+    """The ledger's stamp: the thread's ttl setting its deadlines were computed under."""
+    stamp = client.hget(keys.ledger(keys.tag(thread), ns), "")
+    return None if stamp is None else stamp.decode()
 
 
 def index_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> list[str]:
@@ -37,6 +44,7 @@ def test_every_put_notes_its_record_in_the_ledger(saver: RedisSaver, client: red
     keys = KeySchema(saver.prefix)
     ids = chain(saver, "t", [{"step": i} for i in range(3)])
     assert ledger_of(client, keys, "t") == dict.fromkeys(ids, "0")  # (no ttl: "0")
+    assert stamp_of(client, keys, "t") == "-"  # (the thread has no ttl setting of its own)
     assert client.pttl(keys.ledger(keys.tag("t"), "")) == -1
 
 
@@ -185,7 +193,7 @@ def test_keep_last_prune_and_delete_for_runs_leave_no_ledger_entry_behind(
     keys = KeySchema(prefix)
     with RedisSaver(server_url, prefix=prefix, keep_last=2) as saver:
         ids = chain(saver, "t", [{"step": i} for i in range(6)])
-        assert client.hlen(keys.ledger(keys.tag("t"), "")) == 2
+        assert len(ledger_of(client, keys, "t")) == 2
         assert sorted(ledger_of(client, keys, "t")) == sorted(index_of(client, keys, "t"))
     with RedisSaver(server_url, prefix=prefix) as saver:
         ids = chain(saver, "p", [{"step": i} for i in range(5)])
@@ -218,13 +226,20 @@ def test_a_read_by_id_that_renews_the_record_renews_its_deadline(
         assert saver.get_tuple(cfg("t", checkpoint_id=ids[0])) is not None
         assert int(ledger_of(client, keys, "t")[ids[0]]) - server_now(client) in (599, 600)
         assert client.pttl(keys.checkpoint(tag, "", ids[0])) > 590_000
-        # set_thread_ttl gives every record of the thread its new deadline
+        # set_thread_ttl drops the ledger (its deadlines are the old setting's); the next
+        # put makes it again from the records' new expiries, stamped with the new setting
         saver.set_thread_ttl("t", 2)  # minutes
+        assert client.exists(keys.ledger(tag, "")) == 0
+        saver.put(*_next(saver, ids))
         for checkpoint_id in ids:
             assert int(ledger_of(client, keys, "t")[checkpoint_id]) - server_now(client) in (
                 119,
                 120,
             )
+        assert stamp_of(client, keys, "t") == "120"
         saver.pin_thread("t")
+        assert client.exists(keys.ledger(tag, "")) == 0
+        saver.put(*_next(saver, ids))
         assert ledger_of(client, keys, "t") == dict.fromkeys(ids, "0")
+        assert stamp_of(client, keys, "t") == "0"
         assert client.pttl(keys.ledger(tag, "")) == -1
