@@ -90,10 +90,17 @@ def test_a_record_evicted_whole_is_an_error_naming_thread_record_and_policy(
 
 
 def _next(saver: RedisSaver, ids: list[str]) -> tuple[Any, Any, Any, Any]:
-    """The arguments of a put of one more checkpoint after ids[-1] (appended to ids)."""
+    """The arguments of a put of one more checkpoint of thread "t" after ids[-1] (appended
+    to ids)."""
+    return _next_in(saver, "t", ids)
+
+
+def _next_in(saver: RedisSaver, thread: str, ids: list[str]) -> tuple[Any, Any, Any, Any]:
+    """The arguments of a put of one more checkpoint of ``thread`` after ids[-1] (appended
+    to ids)."""
     version = saver.get_next_version(None, None)
     checkpoint = make_checkpoint({"n": len(ids)}, {"n": version})
-    config = cfg("t", checkpoint_id=ids[-1])
+    config = cfg(thread, checkpoint_id=ids[-1])
     ids.append(checkpoint["id"])
     return config, checkpoint, {"step": len(ids) - 1}, {"n": version}
 
@@ -243,3 +250,63 @@ def test_a_read_by_id_that_renews_the_record_renews_its_deadline(
         assert ledger_of(client, keys, "t") == dict.fromkeys(ids, "0")
         assert stamp_of(client, keys, "t") == "0"
         assert client.pttl(keys.ledger(tag, "")) == -1
+
+
+def test_a_thread_that_expires_after_a_delta_walk_reads_as_expired_not_lost(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """A delta history walk renews the ancestors it visits (their records, their ledger
+    entries), the root, and the index with them: it renewed the root and the ledger only, so
+    the index expired first and a read took the live ledger for an evicted index."""
+    keys = KeySchema(prefix)
+    tag = keys.tag("t")
+    with RedisSaver(server_url, prefix=prefix, ttl=timedelta(seconds=4)) as saver:
+        ids = chain(saver, "t", [{"step": i} for i in range(3)])
+        time.sleep(2)
+        saver.get_delta_channel_history(config=cfg("t"), channels=["n"])
+        # the index lives as long as what it leads to
+        assert client.pttl(keys.index(tag, "")) > 3_500
+        assert client.pttl(keys.ledger(tag, "")) > 3_500
+        # the latest and ids[0] (not visited: the walk ended at ids[1], which holds a value
+        # of "n") expired; ids[1] did not
+        time.sleep(2.5)
+        got = saver.get_tuple(cfg("t"))
+        assert got is not None and got.checkpoint["id"] == ids[1]
+        assert listed_ids(saver, cfg("t")) == [ids[1]]
+        time.sleep(2)  # the whole thread expired
+        assert saver.get_tuple(cfg("t")) is None
+        assert listed_ids(saver, cfg("t")) == []
+
+
+def test_a_thread_deleted_by_a_writer_that_knows_no_ledger_reads_as_new(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    """Release 0.1.0's delete_thread removes every key it knows and leaves the ledger: the
+    thread reads as deleted (it read as one that lost its root, for good), and a new
+    conversation on the same thread id starts clean."""
+    keys = KeySchema(saver.prefix)
+    ledger = keys.ledger(keys.tag("t"), "").encode()
+    chain(saver, "t", [{"step": i} for i in range(3)])
+    for key in client.scan_iter(match=keys.thread_keys_pattern("t")):
+        if key != ledger:
+            client.unlink(key)  # (what 0.1.0's delete_thread removes)
+    assert client.exists(ledger) == 1
+    assert saver.get_tuple(cfg("t")) is None
+    assert listed_ids(saver, cfg("t")) == []
+    new_ids = chain(saver, "t", [{"step": 0}])
+    assert listed_ids(saver, cfg("t")) == new_ids
+    assert ledger_of(client, keys, "t") == {new_ids[0]: "0"}  # (the stale entries dropped)
+
+
+def test_a_ledger_too_large_to_reindex_in_one_put_is_left_alone(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    """A put that finds the index evicted indexes again what the ledger names, in one bounded
+    step: up to 1,000 entries (lua/include/ledger.lua's LEDGER_BACKFILL), else none."""
+    keys = KeySchema(saver.prefix)
+    for thread, size in (("small", 5), ("large", 1_001)):
+        ids = chain(saver, thread, [{"step": i} for i in range(size)])
+        assert client.unlink(keys.index(keys.tag(thread), "")) == 1  # as an eviction does
+        saver.put(*_next_in(saver, thread, ids))
+        held = index_of(client, keys, thread)
+        assert held == (ids if thread == "small" else ids[-1:])
