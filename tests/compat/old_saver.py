@@ -32,6 +32,7 @@ def main() -> None:
             "delete_for_runs": saver.delete_for_runs,
             "prune": saver.prune,
             "copy_thread": saver.copy_thread,
+            "set_thread_ttl": saver.set_thread_ttl,
             "check_invariants": lambda: [str(p) for p in saver.check_invariants()],
         }
         for line in sys.stdin:

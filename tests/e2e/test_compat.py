@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from langgraph.checkpoint.rediskv.keys import KeySchema
 from ..compat.previous import HistoryMissing, OldSaver, installed_release, previous_release
 from ..compat.scenario import TURNS, Runner, checkpoints, run_id
 from ..conftest import keys_of
+from ..integration.test_contract import cfg, chain, listed_ids, make_checkpoint
 
 KEEP_LAST = 3
 # checkpoints a prune keeps of a delta thread: the latest, and its ancestors back to the
@@ -173,16 +175,36 @@ def test_old_and_new_releases_take_turns_on_the_same_threads(
         if kind in ("ask", "delta") or thread in ("chat-0", "chat-1", "nested-0"):
             continue
         assert_reads(ttl_pair, kind, thread, expected[thread])
-    # delete_thread each way: nothing of the thread is left
+    # delete_thread each way: nothing of the thread is left but, after 0.1.0's delete, the
+    # deadline ledger it does not know (lua/include/ledger.lua), which expires with the ttl
+    # and leads no read astray: the thread reads as deleted
     for old, thread in ((True, "chat-1-copied-by-new"), (False, "chat-0-copied-by-old")):
         ttl_pair.op(old, "delete_thread", thread)
-        assert keys_of(client, keys.thread_keys_pattern(thread)) == []
+        left = keys_of(client, keys.thread_keys_pattern(thread))
+        assert left == ([keys.ledger(keys.tag(thread), "")] if old else [])
+        assert [k for k in left if client.ttl(k) <= 0] == []
         assert ttl_pair.old.call("get_tuple", thread) is None
         assert ttl_pair.new.get_tuple({"configurable": {"thread_id": thread}}) is None
 
     for pair in pairs.values():
-        assert pair.old.call("check_invariants") == []
-        assert pair.new.check_invariants() == []
+        # 0.1.0 knows no deadline ledger: its check names each as a key no index leads to
+        # (and its repair would delete them: harmless, the next put makes a ledger again)
+        ledgers = keys_of(client, f"{pair.prefix}:dl:*")
+        unknown = [
+            "key not reachable from any index"
+            + (", expiring" if client.ttl(k) > 0 else "")
+            + f": {k}"
+            for k in ledgers
+        ]
+        assert sorted(pair.old.call("check_invariants")) == sorted(unknown)
+        # this release names the one 0.1.0's delete left (expiring; a delete_thread of this
+        # release or doctor --repair removes it)
+        orphans = [str(p) for p in pair.new.check_invariants()]
+        deleted_by_old = KeySchema(pair.prefix).ledger("{chat-1-copied-by-new}", "")
+        in_store = deleted_by_old in ledgers
+        assert orphans == in_store * [
+            f"key not reachable from any index, expiring: {deleted_by_old}"
+        ]
 
 
 def test_a_clone_without_the_history_fails_and_says_so(
@@ -198,3 +220,42 @@ def test_a_clone_without_the_history_fails_and_says_so(
         installed_release()
     assert not (previous.ROOT / ".cache" / "compat" / ("0" * 40)).exists()
     assert json.dumps(previous_release()) == json.dumps(["v9.9.9", "0" * 40])
+
+
+@pytest.mark.parametrize("then", ["a put of this release", "a put of 0.1.0"])
+def test_expiries_the_previous_release_shortens_are_not_taken_for_evictions(
+    release_site: str, server_url: str, prefix: str, client: redis.Redis, then: str
+) -> None:
+    """0.1.0's set_thread_ttl gives every key of a thread its new expiry, but not the deadline
+    ledger it does not know (lua/include/ledger.lua), whose deadlines are then later than the
+    records' expiries. The ledger's stamp (the thread's ttl setting) no longer matches: reads
+    trust none of its entries, and a put of this release makes it again from the records'
+    real expiries. Either way, the records that expire read as expired, never as evicted
+    (they raised CheckpointLostError before the stamp)."""
+    keys = KeySchema(prefix)
+    tag = keys.tag("t")
+    options = {"ttl": {"default_ttl": 10}}
+    old = OldSaver(server_url, prefix, options)
+    try:
+        with RedisSaver(server_url, prefix=prefix, **options) as new:
+            ids = chain(new, "t", [{"step": i} for i in range(3)])
+            old.call("set_thread_ttl", "t", 0.05)  # 3 seconds, from now
+            time.sleep(1)
+            if then == "a put of this release":
+                version = new.get_next_version(None, None)
+                checkpoint = make_checkpoint({"n": 3}, {"n": version})
+                new.put(cfg("t", checkpoint_id=ids[-1]), checkpoint, {"step": 3}, {"n": version})
+                ids.append(checkpoint["id"])
+                assert client.hget(keys.ledger(tag, ""), "") == b"3"  # (made again)
+            else:
+                # what 0.1.0's next put does to the thread's shared keys: their expiries
+                # renewed (3 s from now), its ttl setting's too; the ledger left as it was
+                for key in (keys.thread(tag), keys.index(tag, ""), keys.thread_ttl(tag)):
+                    client.expire(key, 3)
+            time.sleep(2.5)  # the first three records expired
+            expected = ids[3:]
+            assert listed_ids(new, cfg("t")) == expected
+            latest = new.get_tuple(cfg("t"))
+            assert (latest and latest.checkpoint["id"]) == (expected[0] if expected else None)
+    finally:
+        old.close()
