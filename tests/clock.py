@@ -46,7 +46,8 @@ def advance_time(client: redis.Redis, prefix: str, seconds: float) -> int:
         if ":dl:" not in (key.decode() if isinstance(key, bytes) else key):
             continue
         deadlines = client.hgetall(key)
-        aged = {k: int(v) - step for k, v in deadlines.items() if int(v) != 0}
+        # (the field "" is the ledger's stamp, not a deadline)
+        aged = {k: int(v) - step for k, v in deadlines.items() if k != b"" and int(v) != 0}
         if aged:
             client.hset(key, mapping=aged)
     return unlinked

@@ -47,7 +47,7 @@ SAVER_COMMANDS = [
     "sadd", "srem", "smembers", "sismember", "scard", "srandmember",
     "zadd", "zrem", "zrange", "zrevrange", "zrevrangebylex", "zscore",
     # the deadline ledger (include/ledger.lua): the clock, its entries, an evicted index
-    "time", "hdel", "hrandfield", "hscan", "pexpire",
+    "time", "hdel", "hrandfield", "hlen", "pexpire",
     # whole-thread operations in bounded steps (include/jobs.lua, include/walk.lua)
     "rename", "sscan", "sunionstore",
     # sampled index sweeps, the registry of indexed metadata keys, reindex
