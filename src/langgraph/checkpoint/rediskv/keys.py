@@ -38,7 +38,9 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                expiry is set or renewed, expiring with the index; a reader
                                that finds a record missing while its entry says it should be
                                there raises CheckpointLostError (evicted, not expired); no
-                               entry (0.1.x records) reads as expired (lua/include/ledger.lua)
+                               entry (0.1.x records) reads as expired; field "" is its
+                               stamp, the thread's ttl setting ("-": none) its deadlines
+                               hold for (lua/include/ledger.lua)
     P:blob:{T}:N:C:V    STRING one channel value at one version: b"<type>\\0<bytes>"; a type
                                "zr:<base ref>;..." is compressed against the blob of the base
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
