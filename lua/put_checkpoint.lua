@@ -118,7 +118,7 @@ for j = shared_first, shared_last do
 end
 if #missing > 0 then return missing end
 
-local ttl = thread_ttl(K, tonumber(ARGV[10]))
+local ttl, ttl_setting_now = thread_ttl(K, tonumber(ARGV[10]))
 
 -- on a cluster, the threads-by-value lists this checkpoint needs hold the thread first
 local lists_hint = string.sub(ARGV[11], 1, 1) == "~" and string.sub(ARGV[11], 2)
@@ -315,7 +315,8 @@ if ledger_left ~= -2 and not index_there then
     redis.call("PEXPIRE", KEYS[2], math.max(ledger_left, ttl * 1000))
   end
 end
-note_deadline(K, ns, id, ttl, ledger_left)  -- so that a reader tells its eviction from its expiry
+-- so that a reader tells its eviction from its expiry
+note_deadline(K, ns, id, ttl, ledger_left, ttl_setting_now)
 if ttl > 0 then
   -- its pending writes (kept when a record is put again, or stored before it) expire with
   -- it: they belong to this checkpoint alone, and must not outlive it

@@ -46,8 +46,13 @@ def advance_time(client: redis.Redis, prefix: str, seconds: float) -> int:
         if ":dl:" not in (key.decode() if isinstance(key, bytes) else key):
             continue
         deadlines = client.hgetall(key)
-        # (the field "" is the ledger's stamp, not a deadline)
-        aged = {k: int(v) - step for k, v in deadlines.items() if k != b"" and int(v) != 0}
+        # (an entry: "<deadline> <the thread's ttl setting>", lua/include/ledger.lua)
+        entries = {k: v.split(b" ", 1) for k, v in deadlines.items()}
+        aged = {
+            k: b"%d %s" % (int(deadline) - step, setting)
+            for k, (deadline, setting) in entries.items()
+            if int(deadline) != 0
+        }
         if aged:
             client.hset(key, mapping=aged)
     return unlinked
@@ -61,4 +66,5 @@ def expire_record(client: redis.Redis, keys: object, tag: str, ns: str, checkpoi
     assert isinstance(keys, KeySchema)
     assert client.unlink(keys.checkpoint(tag, ns, checkpoint_id)) == 1
     if client.hexists(keys.ledger(tag, ns), checkpoint_id):
-        client.hset(keys.ledger(tag, ns), checkpoint_id, "1")
+        setting = client.hget(keys.ledger(tag, ns), checkpoint_id).split(b" ", 1)[1]
+        client.hset(keys.ledger(tag, ns), checkpoint_id, b"1 " + setting)

@@ -50,10 +50,11 @@ end
 
 -- The expiry of one thread: its own setting (P:ttl:{T}, "0" when pinned) wins over the
 -- saver's default. An active thread's own setting is refreshed with the rest of its keys.
+-- Second: the setting as stored, "-" for none (what include/ledger.lua's entries name).
 local function thread_ttl(K, default)
   local own = redis.call("GET", K.ttl)
-  if not own then return default end
+  if not own then return default, "-" end
   local ttl = tonumber(own)
   expire(K.ttl, ttl)
-  return ttl
+  return ttl, own
 end

@@ -1,29 +1,27 @@
 -- requires: expiry
--- The deadline ledger (K.ledger(ns), a HASH: raw checkpoint id -> the unix second its record
--- expires at as the script that set its expiry computed it, "0" when it does not expire). It
--- tells a record the server evicted from one that expired: both are simply missing, and
--- records do not expire in id order (refresh_on_read renews a past checkpoint read by id;
--- savers of one prefix may use other ttls). Written wherever a record's expiry is set or
--- renewed, an entry removed with its index entry; the key expires with the index (its
+-- The deadline ledger (K.ledger(ns), a HASH: raw checkpoint id -> "<deadline> <setting>": the
+-- unix second its record expires at as the script that set its expiry computed it, "0" when
+-- it does not expire, and the thread's own ttl setting it was computed under, P:ttl:{T} or
+-- "-" for none). It tells a record the server evicted from one that expired: both are simply
+-- missing, and records do not expire in id order (refresh_on_read renews a past checkpoint
+-- read by id; savers of one prefix may use other ttls). Written wherever a record's expiry is
+-- set or renewed, an entry removed with its index entry; the key expires with the index (its
 -- expiry only grows). Only a read that finds a record missing looks it up.
 --
--- The field "" (no checkpoint has an empty id) is the ledger's stamp: the thread's own ttl
--- setting (P:ttl:{T}, "-" for none) its deadlines were computed under. A writer that changes
--- the setting without knowing the ledger (release 0.1.0's set_thread_ttl, pin_thread,
--- unpin_thread, run during a rolling upgrade) can shorten expiries below the ledger's
--- deadlines; the stamp then differs from the setting, readers trust no entry of the ledger,
--- and the next put makes it again from the records' real expiries. This release's own
--- set_thread_ttl drops the ledgers the same way (include/reap_ttl.lua).
-
-local STAMP = ""
+-- The setting in each entry: a writer that changes a thread's setting without knowing the
+-- ledger (release 0.1.0's set_thread_ttl, pin_thread or unpin_thread during a rolling
+-- upgrade) can shorten expiries below the deadlines written before; a reader trusts an entry
+-- only while the thread's setting is the one the entry names. This release's own
+-- set_thread_ttl drops the ledgers (include/reap_ttl.lua): the next put makes them again from
+-- the records' new expiries.
 
 -- The server's clock in whole seconds (floored: a deadline never lies past the real expiry).
 local function now_seconds()
   return tonumber(redis.call("TIME")[1])
 end
 
--- The thread's own ttl setting, as the stamp holds it.
-local function ttl_stamp(K)
+-- The thread's own ttl setting, as the entries name it.
+local function ttl_setting(K)
   return redis.call("GET", K.ttl) or "-"
 end
 
@@ -33,35 +31,32 @@ end
 -- a window (until the next put), not a namespace whose later evictions read as expiries for
 -- good. The same bound caps what a put reindexes from a ledger (reindex_from_ledger).
 local LEDGER_BACKFILL = 1000
-local function backfill_ledger(K, ns, key, now)
+local function backfill_ledger(K, ns, key, now, setting)
   local ids = redis.call("ZRANGE", K.index(ns), -LEDGER_BACKFILL, -1)
-  local fields = { STAMP, ttl_stamp(K) }
+  local fields = {}
   for _, id in ipairs(ids) do
     local left = redis.call("PTTL", K.checkpoint(ns, id))
     if left == -1 then
       fields[#fields + 1] = id
-      fields[#fields + 1] = "0"
+      fields[#fields + 1] = "0 " .. setting
     elseif left >= 0 then
       fields[#fields + 1] = id
-      fields[#fields + 1] = tostring(now + math.floor(left / 1000))
+      fields[#fields + 1] = (now + math.floor(left / 1000)) .. " " .. setting
     end
   end
-  redis.call("HSET", key, unpack(fields))
+  if #fields > 0 then redis.call("HSET", key, unpack(fields)) end
 end
 
 -- Record that checkpoint N:I's record was just given `ttl` seconds (0: no expiry). `left`:
--- the ledger key's PTTL when the caller has it. A ledger whose stamp is not the thread's
--- setting is made again (see the top of this file).
-local function note_deadline(K, ns, id, ttl, left)
+-- the ledger key's PTTL, `setting`: the thread's ttl setting (ttl_setting), when the caller
+-- has them.
+local function note_deadline(K, ns, id, ttl, left, setting)
   local key = K.ledger(ns)
   left = left or redis.call("PTTL", key)
-  if left ~= -2 and redis.call("HGET", key, STAMP) ~= ttl_stamp(K) then
-    redis.call("UNLINK", key)
-    left = -2
-  end
+  setting = setting or ttl_setting(K)
   local now = (ttl > 0 or left == -2) and now_seconds()  -- (no clock for a "0")
-  if left == -2 then backfill_ledger(K, ns, key, now) end
-  redis.call("HSET", key, id, ttl == 0 and "0" or tostring(now + ttl))
+  if left == -2 then backfill_ledger(K, ns, key, now, setting) end
+  redis.call("HSET", key, id, (ttl == 0 and "0" or tostring(now + ttl)) .. " " .. setting)
   keep_alive(key, ttl, left == -2, left)
 end
 
@@ -78,32 +73,33 @@ local function keep_record_alive(K, ns, id, ttl, left)
   end
 end
 
--- Whether checkpoint N:I, whose record is missing while its index entry is there, was
--- evicted: its ledger, stamped with the thread's setting, says it should still be stored. A
--- second of grace covers a script that set the expiry in one second and read the clock in
--- the next. No entry (a record written before the ledger existed, or the ledger itself
--- evicted) or another stamp reads as expired, as before.
-local function record_evicted(K, ns, id)
-  local found = redis.call("HMGET", K.ledger(ns), id, STAMP)
-  if not found[1] or found[2] ~= ttl_stamp(K) then return false end
-  return found[1] == "0" or tonumber(found[1]) > now_seconds() + 1
+-- Whether an entry says its record should still be stored: written under the thread's
+-- present setting, and its deadline not passed ("0": never; a second of grace covers a
+-- script that set the expiry in one second and read the clock in the next).
+local function entry_live(entry, setting)
+  local deadline, written_under = string.match(entry, "^(%d+) (.*)$")
+  if not deadline or written_under ~= setting then return false end
+  return deadline == "0" or tonumber(deadline) > now_seconds() + 1
 end
 
--- Whether namespace N's ledger holds a record that should still be stored (its deadline not
--- passed, or "0"), from a sample of its entries: the index outlives every record it holds (a
--- put or a renewal extends it with the record), so such a ledger without its index is one
--- whose index was evicted.
+-- Whether checkpoint N:I, whose record is missing while its index entry is there, was
+-- evicted: its ledger entry says it should still be stored. No entry (a record written before
+-- the ledger existed, or the ledger itself evicted) or an entry of another setting reads as
+-- expired, as before.
+local function record_evicted(K, ns, id)
+  local entry = redis.call("HGET", K.ledger(ns), id)
+  return entry ~= false and entry_live(entry, ttl_setting(K))
+end
+
+-- Whether namespace N's ledger holds a record that should still be stored, from a sample of
+-- its entries: the index outlives every record it holds (a put or a renewal extends it with
+-- the record), so such a ledger without its index is one whose index was evicted.
 local function ledger_live(K, ns)
-  local key = K.ledger(ns)
-  if redis.call("HGET", key, STAMP) ~= ttl_stamp(K) then return false end
-  local sample = redis.call("HRANDFIELD", key, 8, "WITHVALUES")
-  local now = nil
+  local sample = redis.call("HRANDFIELD", K.ledger(ns), 8, "WITHVALUES")
+  if #sample == 0 then return false end
+  local setting = ttl_setting(K)
   for i = 2, #sample, 2 do
-    if sample[i - 1] ~= STAMP then
-      if sample[i] == "0" then return true end
-      now = now or now_seconds()
-      if tonumber(sample[i]) > now + 1 then return true end
-    end
+    if entry_live(sample[i], setting) then return true end
   end
   return false
 end
@@ -116,16 +112,13 @@ end
 -- index starts again, and `rediskv doctor` reports the records no index leads to.
 local function reindex_from_ledger(K, ns, index)
   local key = K.ledger(ns)
-  if redis.call("HLEN", key) > LEDGER_BACKFILL + 1 then return end  -- (+1: the stamp)
-  local fields = redis.call("HGETALL", key)
-  for i = 1, #fields, 2 do
-    local id = fields[i]
-    if id ~= STAMP then
-      if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
-        redis.call("ZADD", index, 0, id)
-      else
-        redis.call("HDEL", key, id)
-      end
+  if redis.call("HLEN", key) > LEDGER_BACKFILL then return end
+  local ids = redis.call("HKEYS", key)
+  for _, id in ipairs(ids) do
+    if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
+      redis.call("ZADD", index, 0, id)
+    else
+      redis.call("HDEL", key, id)
     end
   end
 end

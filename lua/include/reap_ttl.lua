@@ -62,8 +62,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
         else
           apply(K.index(ns))
           -- (its deadlines are the old setting's: the next put makes it again from the
-          -- records' new expiries; until then a missing record reads as expired, as
-          -- the ledger's stamp, no longer the setting, also says: include/ledger.lua)
+          -- records' new expiries; until then a missing record reads as expired)
           redis.call("UNLINK", K.ledger(ns))
           apply(K.writes_index(ns))
           apply(bi)

@@ -228,10 +228,9 @@ def test_expiries_the_previous_release_shortens_are_not_taken_for_evictions(
 ) -> None:
     """0.1.0's set_thread_ttl gives every key of a thread its new expiry, but not the deadline
     ledger it does not know (lua/include/ledger.lua), whose deadlines are then later than the
-    records' expiries. The ledger's stamp (the thread's ttl setting) no longer matches: reads
-    trust none of its entries, and a put of this release makes it again from the records'
-    real expiries. Either way, the records that expire read as expired, never as evicted
-    (they raised CheckpointLostError before the stamp)."""
+    records' expiries. Each entry names the thread's ttl setting it was computed under, no
+    longer the thread's: reads trust none of them. Either way, the records that expire read
+    as expired, never as evicted (they raised CheckpointLostError before entries named it)."""
     keys = KeySchema(prefix)
     tag = keys.tag("t")
     options = {"ttl": {"default_ttl": 10}}
@@ -246,7 +245,10 @@ def test_expiries_the_previous_release_shortens_are_not_taken_for_evictions(
                 checkpoint = make_checkpoint({"n": 3}, {"n": version})
                 new.put(cfg("t", checkpoint_id=ids[-1]), checkpoint, {"step": 3}, {"n": version})
                 ids.append(checkpoint["id"])
-                assert client.hget(keys.ledger(tag, ""), "") == b"3"  # (made again)
+                # (its entry names the setting it was computed under; the older ones the
+                # setting before 0.1.0 changed it, so no read trusts them)
+                assert client.hget(keys.ledger(tag, ""), ids[-1]).endswith(b" 3")
+                assert client.hget(keys.ledger(tag, ""), ids[0]).endswith(b" -")
             else:
                 # what 0.1.0's next put does to the thread's shared keys: their expiries
                 # renewed (3 s from now), its ttl setting's too; the ledger left as it was

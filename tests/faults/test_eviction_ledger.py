@@ -20,16 +20,25 @@ from langgraph.checkpoint.rediskv.keys import KeySchema
 from ..integration.test_contract import cfg, chain, listed_ids, make_checkpoint
 
 
+def entries_of(
+    client: redis.Redis, keys: KeySchema, thread: str, ns: str = ""
+) -> dict[str, tuple[str, str]]:
+    """The ledger's entries: id -> (deadline, the thread's ttl setting it was computed under)."""
+    entries: dict[str, tuple[str, str]] = {}
+    for field, value in client.hgetall(keys.ledger(keys.tag(thread), ns)).items():
+        deadline, setting = value.decode().split(" ", 1)
+        entries[field.decode()] = (deadline, setting)
+    return entries
+
+
 def ledger_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> dict[str, str]:
-    """The ledger's entries (its stamp, field "", left out: stamp_of)."""
-    raw = client.hgetall(keys.ledger(keys.tag(thread), ns))
-    return {k.decode(): v.decode() for k, v in raw.items() if k != b""}
+    """The ledger's deadlines by id."""
+    return {k: deadline for k, (deadline, _) in entries_of(client, keys, thread, ns).items()}
 
 
-def stamp_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> str | None:
-    """The ledger's stamp: the thread's ttl setting its deadlines were computed under."""
-    stamp = client.hget(keys.ledger(keys.tag(thread), ns), "")
-    return None if stamp is None else stamp.decode()
+def settings_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> set[str]:
+    """The ttl settings the ledger's entries were computed under."""
+    return {setting for _, setting in entries_of(client, keys, thread, ns).values()}
 
 
 def index_of(client: redis.Redis, keys: KeySchema, thread: str, ns: str = "") -> list[str]:
@@ -44,7 +53,7 @@ def test_every_put_notes_its_record_in_the_ledger(saver: RedisSaver, client: red
     keys = KeySchema(saver.prefix)
     ids = chain(saver, "t", [{"step": i} for i in range(3)])
     assert ledger_of(client, keys, "t") == dict.fromkeys(ids, "0")  # (no ttl: "0")
-    assert stamp_of(client, keys, "t") == "-"  # (the thread has no ttl setting of its own)
+    assert settings_of(client, keys, "t") == {"-"}  # (the thread has no ttl setting of its own)
     assert client.pttl(keys.ledger(keys.tag("t"), "")) == -1
 
 
@@ -110,14 +119,14 @@ def test_a_record_that_expired_is_dropped_as_before(saver: RedisSaver, client: r
     tag = keys.tag("t")
     ids = chain(saver, "t", [{"step": i} for i in range(3)])
     # its deadline passed (the ledger as expiry leaves it), then the record went
-    client.hset(keys.ledger(tag, ""), ids[2], str(server_now(client) - 5))
+    client.hset(keys.ledger(tag, ""), ids[2], f"{server_now(client) - 5} -")
     assert client.unlink(keys.checkpoint(tag, "", ids[2])) == 1
     got = saver.get_tuple(cfg("t"))
     assert got is not None and got.checkpoint["id"] == ids[1]
     assert index_of(client, keys, "t") == ids[:2]
     assert ledger_of(client, keys, "t") == dict.fromkeys(ids[:2], "0")
     # and in a list
-    client.hset(keys.ledger(tag, ""), ids[0], str(server_now(client) - 5))
+    client.hset(keys.ledger(tag, ""), ids[0], f"{server_now(client) - 5} -")
     assert client.unlink(keys.checkpoint(tag, "", ids[0])) == 1
     assert listed_ids(saver, cfg("t")) == [ids[1]]
     assert index_of(client, keys, "t") == [ids[1]]
@@ -229,12 +238,12 @@ def test_a_read_by_id_that_renews_the_record_renews_its_deadline(
             )
         # the first one aged (its record and its deadline), then read by id
         client.pexpire(keys.checkpoint(tag, "", ids[0]), 30_000)
-        client.hset(keys.ledger(tag, ""), ids[0], str(server_now(client) + 30))
+        client.hset(keys.ledger(tag, ""), ids[0], f"{server_now(client) + 30} -")
         assert saver.get_tuple(cfg("t", checkpoint_id=ids[0])) is not None
         assert int(ledger_of(client, keys, "t")[ids[0]]) - server_now(client) in (599, 600)
         assert client.pttl(keys.checkpoint(tag, "", ids[0])) > 590_000
         # set_thread_ttl drops the ledger (its deadlines are the old setting's); the next
-        # put makes it again from the records' new expiries, stamped with the new setting
+        # put makes it again from the records' new expiries, under the new setting
         saver.set_thread_ttl("t", 2)  # minutes
         assert client.exists(keys.ledger(tag, "")) == 0
         saver.put(*_next(saver, ids))
@@ -243,12 +252,12 @@ def test_a_read_by_id_that_renews_the_record_renews_its_deadline(
                 119,
                 120,
             )
-        assert stamp_of(client, keys, "t") == "120"
+        assert settings_of(client, keys, "t") == {"120"}
         saver.pin_thread("t")
         assert client.exists(keys.ledger(tag, "")) == 0
         saver.put(*_next(saver, ids))
         assert ledger_of(client, keys, "t") == dict.fromkeys(ids, "0")
-        assert stamp_of(client, keys, "t") == "0"
+        assert settings_of(client, keys, "t") == {"0"}
         assert client.pttl(keys.ledger(tag, "")) == -1
 
 

@@ -356,8 +356,8 @@ def test_prune_keep_latest_leaves_exactly_the_latest(
             keys.metadata_index(metadata_index_suffix("run_id", '"r3"')),
         ]
     )
-    # (no ttl: "0"; the stamp, field "": no ttl setting of the thread's own)
-    assert client.hgetall(keys.ledger(tag, "")) == {b"": b"-", ids[-1].encode(): b"0"}
+    # (no ttl: "0", under no ttl setting of the thread's own, "-")
+    assert client.hgetall(keys.ledger(tag, "")) == {ids[-1].encode(): b"0 -"}
     assert tup.checkpoint["channel_values"] == {"n": 3}
     assert tup.pending_writes == [("new-task", "n", 9)]
     saver.prune(["t"], strategy="delete_all")

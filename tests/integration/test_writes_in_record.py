@@ -43,7 +43,7 @@ def test_writes_after_their_checkpoint_go_into_its_record(
     cid = put_one(saver)
     saver.put_writes(cfg("t", checkpoint_id=cid), [("a", 1), ("b", "two")], "task-1")
     saver.put_writes(cfg("t", checkpoint_id=cid), [("a", 3)], "task-2")
-    assert kinds(client, prefix) == ["blob", "cp", "idx", "th"]
+    assert kinds(client, prefix) == ["blob", "cp", "dl", "idx", "th"]  # (dl: the ledger)
     assert sorted(write_fields(client, prefix, cid)) == ["w:task-1:0", "w:task-1:1", "w:task-2:0"]
     tup = saver.get_tuple(cfg("t"))
     assert tup is not None

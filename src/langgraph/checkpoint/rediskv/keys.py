@@ -33,14 +33,14 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:w:{T}:N:I         HASH   pending writes stored before their checkpoint (or by a version
                                that kept every checkpoint's writes here), field "<task>:<idx>"
     P:wi:{T}:N          SET    raw ids of the checkpoints with such a hash (the writes index)
-    P:dl:{T}:N          HASH   the deadline ledger: raw checkpoint id -> the unix second its
-                               record expires at ("0": never), written wherever a record's
+    P:dl:{T}:N          HASH   the deadline ledger: raw checkpoint id -> "<deadline> <setting>",
+                               the unix second its record expires at ("0": never) and the
+                               thread's ttl setting ("-": none) it was computed under (a
+                               reader trusts it under that setting only); written wherever a record's
                                expiry is set or renewed, expiring with the index; a reader
                                that finds a record missing while its entry says it should be
                                there raises CheckpointLostError (evicted, not expired); no
-                               entry (0.1.x records) reads as expired; field "" is its
-                               stamp, the thread's ttl setting ("-": none) its deadlines
-                               hold for (lua/include/ledger.lua)
+                               entry (0.1.x records) reads as expired (lua/include/ledger.lua)
     P:blob:{T}:N:C:V    STRING one channel value at one version: b"<type>\\0<bytes>"; a type
                                "zr:<base ref>;..." is compressed against the blob of the base
     P:runs:{T}          SET    encoded run ids that wrote checkpoints in the thread
