@@ -32,14 +32,7 @@ local ns, id = ARGV[3], ARGV[4]
 
 -- a thread exists while its root does: a delete hides it at once by moving the root away
 if redis.call("EXISTS", K.thread) == 0 then
-  -- the index, the writes index, the runs and the thread's values expire with the root or
-  -- before it, and a delete moves them with the root (into a job of the gc root) or reaps
-  -- them after it: one of them without both is a root that was evicted (not the ledger:
-  -- release 0.1.0's delete leaves it)
-  local led = redis.call("EXISTS", KEYS[1], K.writes_index(ns), K.runs, K.values)
-  if led > 0 and redis.call("EXISTS", K.gc) == 0 then
-    return lost(K.thread, "thread root")
-  end
+  if root_evicted(K, ns) then return lost(K.thread, "thread root") end
   return nil
 end
 local ttl = tonumber(ARGV[5])

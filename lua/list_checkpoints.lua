@@ -41,12 +41,8 @@ local nfilter = tonumber(ARGV[9])
 -- a thread exists while its root does: a delete hides it at once by moving the root away
 if redis.call("EXISTS", KEYS[1]) == 0 then
   -- a key the root leads to without the root, and no delete under way: the root was evicted
-  -- (as in get_tuple.lua)
   local ns = ARGV[3] == "0" and ARGV[4] or ""
-  if ARGV[3] ~= "2" and redis.call("EXISTS", K.index(ns), K.writes_index(ns), K.runs, K.values) > 0
-      and redis.call("EXISTS", K.gc) == 0 then
-    return lost(KEYS[1], "thread root")
-  end
+  if ARGV[3] ~= "2" and root_evicted(K, ns) then return lost(KEYS[1], "thread root") end
   return { false }
 end
 

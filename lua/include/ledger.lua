@@ -96,10 +96,32 @@ end
 -- the record), so such a ledger without its index is one whose index was evicted.
 local function ledger_live(K, ns)
   local sample = redis.call("HRANDFIELD", K.ledger(ns), 8, "WITHVALUES")
-  if #sample == 0 then return false end
+  if not sample or #sample == 0 then return false end  -- (fakeredis: nil for a missing key)
   local setting = ttl_setting(K)
   for i = 2, #sample, 2 do
     if entry_live(sample[i], setting) then return true end
+  end
+  return false
+end
+
+-- Whether a thread whose root is missing had it evicted (no delete is under way): the index,
+-- the writes index, the runs and the thread's values expire with the root or before it, and
+-- a delete moves them with the root (into a job of the gc root) or reaps them after it, so
+-- one of them without the root is a root evicted. So is a ledger that names a record still
+-- stored and still due: release 0.1.0's delete, which knows no ledger, leaves it, but not the
+-- records. One EXISTS where the thread never existed (the first read of every new chat).
+local function root_evicted(K, ns)
+  local index, writes_index = K.index(ns), K.writes_index(ns)
+  if redis.call("EXISTS", index, writes_index, K.runs, K.values, K.ledger(ns)) == 0 then
+    return false
+  end
+  if redis.call("EXISTS", K.gc) == 1 then return false end
+  if redis.call("EXISTS", index, writes_index, K.runs, K.values) > 0 then return true end
+  local sample = redis.call("HRANDFIELD", K.ledger(ns), 8, "WITHVALUES") or {}
+  local setting = ttl_setting(K)
+  for i = 2, #sample, 2 do
+    local record = K.checkpoint(ns, sample[i - 1])
+    if entry_live(sample[i], setting) and redis.call("EXISTS", record) == 1 then return true end
   end
   return false
 end

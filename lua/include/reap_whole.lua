@@ -44,6 +44,21 @@ local function reap_namespace(K, G, ns, budget)
     if #ids == 0 then break end
     for _, id in ipairs(ids) do used = used + unlink_checkpoint(K, G, bi, ns, id) end
     redis.call("ZREM", index, unpack(ids))
+    redis.call("HDEL", K.ledger(ns), unpack(ids))
+  end
+  -- records the ledger still names without an index entry (the index was evicted, or the
+  -- root and the index: include/ledger.lua's root_evicted)
+  while used < budget do
+    local ids = redis.call("HRANDFIELD", K.ledger(ns), 200)
+    if not ids or #ids == 0 then break end  -- (fakeredis: nil for a missing key)
+    for _, id in ipairs(ids) do
+      if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
+        used = used + unlink_checkpoint(K, G, bi, ns, id)
+      else
+        used = used + 1
+      end
+    end
+    redis.call("HDEL", K.ledger(ns), unpack(ids))
   end
   while used < budget do  -- writes hashes, also those of no checkpoint
     local ids = take(K.writes_index(ns), 200)

@@ -319,3 +319,29 @@ def test_a_ledger_too_large_to_reindex_in_one_put_is_left_alone(
         saver.put(*_next_in(saver, thread, ids))
         held = index_of(client, keys, thread)
         assert held == (ids if thread == "small" else ids[-1:])
+
+
+def test_a_thread_left_with_its_ledger_and_a_record_says_its_root_was_lost(
+    saver: RedisSaver, client: redis.Redis
+) -> None:
+    """Eviction took the root and every other key that leads to the checkpoints but the
+    ledger, which names a record still stored: the root was lost (it read as a new thread).
+    A delete of release 0.1.0 leaves the ledger too, but none of the records (the test
+    above)."""
+    keys = KeySchema(saver.prefix)
+    tag = keys.tag("t")
+    ids = chain(saver, "t", [{"step": i} for i in range(3)])
+    kept = {keys.ledger(tag, ""), keys.checkpoint(tag, "", ids[1])}
+    for key in client.scan_iter(match=keys.thread_keys_pattern("t")):
+        if key.decode() not in kept:
+            client.unlink(key)  # as an eviction does
+    for read in (lambda: saver.get_tuple(cfg("t")), lambda: list(saver.list(cfg("t")))):
+        with pytest.raises(CheckpointLostError) as lost:
+            read()
+        assert (lost.value.thread_id, lost.value.what, lost.value.key) == (
+            "t",
+            "thread root",
+            keys.thread(tag),
+        )
+    saver.delete_thread("t")
+    assert list(client.scan_iter(match=keys.thread_keys_pattern("t"))) == []
