@@ -36,8 +36,9 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:dl:{T}:N          HASH   the deadline ledger: raw checkpoint id -> "<deadline> <setting>",
                                the unix second its record expires at ("0": never) and the
                                thread's ttl setting ("-": none) it was computed under (a
-                               reader trusts it under that setting only); written wherever a record's
-                               expiry is set or renewed, expiring with the index; a reader
+                               reader trusts it under that setting only); written wherever
+                               a record's expiry is set or renewed, expiring with the
+                               index; a reader
                                that finds a record missing while its entry says it should be
                                there raises CheckpointLostError (evicted, not expired); no
                                entry (0.1.x records) reads as expired (lua/include/ledger.lua)
