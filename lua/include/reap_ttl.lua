@@ -1,4 +1,4 @@
--- requires: refs, record, indexes, jobs
+-- requires: refs, record, indexes, ledger, jobs
 -- The ttl job (set_thread_ttl; see jobs.lua).
 
 -- set_thread_ttl: every key of the thread gets the new expiry (0: none), namespace by
@@ -8,6 +8,9 @@ local function reap_ttl(K, prefix, tag, G, budget)
   local phase, cursor, current = load_progress(G, "i", "")
   local used = 0
   local seen = {}
+  -- the deadlines written anew, under the new setting (include/ledger.lua; set_thread_ttl.lua
+  -- changed P:ttl before the job began)
+  local now, setting = ttl > 0 and now_seconds() or 0, ttl_setting(K)
   local function apply(key)
     if seen[key] then return end
     seen[key] = true
@@ -30,6 +33,10 @@ local function reap_ttl(K, prefix, tag, G, budget)
         -- (unreadable: its own keys get the expiry; its blobs and indexes are unknown)
         local fields = readable_record_fields(cp, "bv", "ix") or {}
         apply(cp)
+        if redis.call("EXISTS", cp) == 1 then
+          local deadline = ttl == 0 and "0" or tostring(now + ttl)
+          redis.call("HSET", K.ledger(ns), id, deadline .. " " .. setting)
+        end
         apply(K.writes(ns, id))
         for _, ref in ipairs(split_refs(fields[1])) do apply(K.blob(ns, ref)) end
         for _, suffix in ipairs(split_refs(fields[2])) do
@@ -61,9 +68,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
           phase = "b"
         else
           apply(K.index(ns))
-          -- (its deadlines are the old setting's: the next put makes it again from the
-          -- records' new expiries; until then a missing record reads as expired)
-          redis.call("UNLINK", K.ledger(ns))
+          apply(K.ledger(ns))
           apply(K.writes_index(ns))
           apply(bi)
           redis.call("SREM", G.part("todo"), ns)

@@ -202,11 +202,7 @@ def test_pinned_thread_survives_and_unpinned_expires_again(
         saver.unpin_thread("pinned")
         setting = keys.thread_ttl(keys.tag("pinned"))
         assert setting in pinned_keys and client.exists(setting) == 0
-        # (the deadline ledger goes too: its deadlines were the pinned ones; the next put
-        # makes it again, lua/include/ledger.lua)
-        ledger = keys.ledger(keys.tag("pinned"), "")
-        assert ledger in pinned_keys and client.exists(ledger) == 0
-        assert all(0 < client.ttl(k) <= 1 for k in pinned_keys if k not in (setting, ledger))
+        assert all(0 < client.ttl(k) <= 1 for k in pinned_keys if k != setting)
         time.sleep(1.6)
         assert data_keys(client, prefix) == []
 

@@ -158,9 +158,9 @@ def _blob_key(schema: KeySchema, tag: str, ns: str, ref: str) -> str:
 
 def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
     """Every key the thread's root and indexes lead to, kept if it exists: the root, runs,
-    ttl, values (P:tv) and gc keys; per namespace its indexes, checkpoints, writes and the blobs the
-    checkpoints' ``bv`` fields name; the run indexes. Costs what the thread holds (every
-    record is read whole)."""
+    ttl, values (P:tv) and gc keys; per namespace its indexes, deadline ledger, checkpoints,
+    writes and the blobs the checkpoints' ``bv`` fields name; the run indexes. Costs what
+    the thread holds (every record is read whole)."""
     client, schema = saver.client, KeySchema(saver.prefix)
     tag = schema.tag(thread_id)
     found = ThreadKeys(thread_id)
@@ -180,6 +180,7 @@ def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
         with_writes = [text(i) for i in client.smembers(schema.writes_index(tag, ns))]
         checkpoints = [schema.checkpoint(tag, ns, i) for i in ids]
         candidates += [schema.index(tag, ns), schema.writes_index(tag, ns), *checkpoints]
+        candidates.append(schema.ledger(tag, ns))
         candidates += [schema.writes(tag, ns, i) for i in with_writes]
         for chunk in chunks(checkpoints):
             for refs in record_fields(client, chunk, b"bv"):
