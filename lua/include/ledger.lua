@@ -12,8 +12,8 @@
 -- ledger (release 0.1.0's set_thread_ttl, pin_thread or unpin_thread during a rolling
 -- upgrade) can shorten expiries below the deadlines written before; a reader trusts an entry
 -- only while the thread's setting is the one the entry names. This release's own
--- set_thread_ttl drops the ledgers (include/reap_ttl.lua): the next put makes them again from
--- the records' new expiries.
+-- set_thread_ttl writes every record's deadline anew, under the new setting
+-- (include/reap_ttl.lua).
 
 -- The server's clock in whole seconds (floored: a deadline never lies past the real expiry).
 local function now_seconds()
