@@ -308,11 +308,18 @@ local ledger_left = redis.call("PTTL", K.ledger(ns))
 -- (whether the index exists: asked once, for the ledger's check and for keep_alive below)
 local index_there = (ttl > 0 or ledger_left ~= -2) and redis.call("EXISTS", KEYS[2]) == 1
 if ledger_left ~= -2 and not index_there then
-  reindex_from_ledger(K, ns, KEYS[2])  -- the index was evicted
-  index_there = redis.call("EXISTS", KEYS[2]) == 1
-  -- it lives as long as the records it holds again (the ledger's life bounds theirs)
-  if ttl > 0 and ledger_left ~= -1 then
-    redis.call("PEXPIRE", KEYS[2], math.max(ledger_left, ttl * 1000))
+  if redis.call("SISMEMBER", KEYS[1], ns) == 1 then
+    reindex_from_ledger(K, ns, KEYS[2])  -- the index was evicted
+    index_there = redis.call("EXISTS", KEYS[2]) == 1
+    -- it lives as long as the records it holds again (the ledger's life bounds theirs)
+    if ttl > 0 and ledger_left ~= -1 then
+      redis.call("PEXPIRE", KEYS[2], math.max(ledger_left, ttl * 1000))
+    end
+  else
+    -- a namespace the root does not name starts anew: what its ledger says is of a thread
+    -- deleted by a release that knows no ledger (0.1.0), or evicted whole
+    redis.call("UNLINK", K.ledger(ns))
+    ledger_left = -2
   end
 end
 -- so that a reader tells its eviction from its expiry

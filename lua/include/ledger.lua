@@ -75,11 +75,12 @@ end
 
 -- Whether an entry says its record should still be stored: written under the thread's
 -- present setting, and its deadline not passed ("0": never; a second of grace covers a
--- script that set the expiry in one second and read the clock in the next).
-local function entry_live(entry, setting)
+-- script that set the expiry in one second and read the clock in the next). `now`:
+-- now_seconds(), read once by the caller.
+local function entry_live(entry, setting, now)
   local deadline, written_under = string.match(entry, "^(%d+) (.*)$")
   if not deadline or written_under ~= setting then return false end
-  return deadline == "0" or tonumber(deadline) > now_seconds() + 1
+  return deadline == "0" or tonumber(deadline) > now + 1
 end
 
 -- Whether checkpoint N:I, whose record is missing while its index entry is there, was
@@ -88,18 +89,27 @@ end
 -- expired, as before.
 local function record_evicted(K, ns, id)
   local entry = redis.call("HGET", K.ledger(ns), id)
-  return entry ~= false and entry_live(entry, ttl_setting(K))
+  return entry ~= false and entry_live(entry, ttl_setting(K), now_seconds())
 end
 
--- Whether namespace N's ledger holds a record that should still be stored, from a sample of
--- its entries: the index outlives every record it holds (a put or a renewal extends it with
--- the record), so such a ledger without its index is one whose index was evicted.
+-- The entries of namespace N's ledger, { id, entry, id, entry, ... }: all of them up to
+-- LEDGER_BACKFILL (a sample would miss the few records an eviction left), else a random
+-- LEDGER_BACKFILL of them (bounded work). Only reads that found something missing ask.
+local function ledger_entries(K, ns)
+  local key = K.ledger(ns)
+  if redis.call("HLEN", key) <= LEDGER_BACKFILL then return redis.call("HGETALL", key) end
+  return redis.call("HRANDFIELD", key, LEDGER_BACKFILL, "WITHVALUES") or {}
+end
+
+-- Whether namespace N's ledger holds a record that should still be stored: the index
+-- outlives every record it holds (a put or a renewal extends it with the record), so such a
+-- ledger without its index is one whose index was evicted.
 local function ledger_live(K, ns)
-  local sample = redis.call("HRANDFIELD", K.ledger(ns), 8, "WITHVALUES")
-  if not sample or #sample == 0 then return false end  -- (fakeredis: nil for a missing key)
-  local setting = ttl_setting(K)
-  for i = 2, #sample, 2 do
-    if entry_live(sample[i], setting) then return true end
+  local entries = ledger_entries(K, ns)
+  if #entries == 0 then return false end
+  local setting, now = ttl_setting(K), now_seconds()
+  for i = 2, #entries, 2 do
+    if entry_live(entries[i], setting, now) then return true end
   end
   return false
 end
@@ -117,27 +127,31 @@ local function root_evicted(K, ns)
   end
   if redis.call("EXISTS", K.gc) == 1 then return false end
   if redis.call("EXISTS", index, writes_index, K.runs, K.values) > 0 then return true end
-  local sample = redis.call("HRANDFIELD", K.ledger(ns), 8, "WITHVALUES") or {}
-  local setting = ttl_setting(K)
-  for i = 2, #sample, 2 do
-    local record = K.checkpoint(ns, sample[i - 1])
-    if entry_live(sample[i], setting) and redis.call("EXISTS", record) == 1 then return true end
+  local entries = ledger_entries(K, ns)
+  local setting, now = ttl_setting(K), now_seconds()
+  for i = 2, #entries, 2 do
+    local record = K.checkpoint(ns, entries[i - 1])
+    if entry_live(entries[i], setting, now) and redis.call("EXISTS", record) == 1 then return true end
   end
   return false
 end
 
 -- A put that finds the ledger but not the index (the index was evicted: it would start again
 -- with the new checkpoint alone, and the history before it would be gone without a word)
--- indexes again the records the ledger names that are still stored; the entries of those
--- that are not go (no index entry leads to them: evicted or expired, nothing tells). A ledger
--- of more than LEDGER_BACKFILL entries is left alone (one put does bounded work): then the
--- index starts again, and `rediskv doctor` reports the records no index leads to.
+-- indexes again what the ledger names: the records still stored, and those still due (then
+-- evicted: a read of them says so, where dropping them would leave a silent hole); the
+-- entries of the others go (expired). A ledger of more than LEDGER_BACKFILL entries is left
+-- alone (one put does bounded work): then the index starts again, and `rediskv doctor`
+-- reports the records no index leads to.
 local function reindex_from_ledger(K, ns, index)
   local key = K.ledger(ns)
   if redis.call("HLEN", key) > LEDGER_BACKFILL then return end
-  local ids = redis.call("HKEYS", key)
-  for _, id in ipairs(ids) do
-    if redis.call("EXISTS", K.checkpoint(ns, id)) == 1 then
+  local entries = redis.call("HGETALL", key)
+  local setting, now = ttl_setting(K), now_seconds()
+  for i = 1, #entries, 2 do
+    local id = entries[i]
+    local stored = redis.call("EXISTS", K.checkpoint(ns, id)) == 1
+    if stored or entry_live(entries[i + 1], setting, now) then
       redis.call("ZADD", index, 0, id)
     else
       redis.call("HDEL", key, id)
