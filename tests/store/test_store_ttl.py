@@ -1,4 +1,4 @@
-"""TTL by example, on a virtual clock (core.now_ms / now_us patched), and the store in a graph."""
+"""TTL by example, on a virtual clock (the store config's ``clock``), and the store in a graph."""
 
 from __future__ import annotations
 
@@ -25,13 +25,16 @@ class Clock:
     def advance(self, minutes: float) -> None:
         self.ms += int(minutes * 60_000)
 
+    def now(self) -> int:
+        return self.ms
+
+    def drive(self, store: RedisStore | AsyncRedisStore) -> None:
+        store.config.clock = self.now
+
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(core, "now_ms", lambda: clock.ms)
-    monkeypatch.setattr(core, "now_us", lambda: clock.ms * 1000)
-    return clock
+def clock() -> Clock:
+    return Clock()
 
 
 @pytest.fixture
@@ -45,6 +48,7 @@ def store(server_url: str) -> Iterator[RedisStore]:
 def test_an_expired_item_is_gone_from_get_search_and_listing(
     store: RedisStore, clock: Clock, client: redis.Redis
 ) -> None:
+    clock.drive(store)
     store.put(("u", "1"), "old", {"v": 1})
     clock.advance(5)
     store.put(("u", "2"), "new", {"v": 2})
@@ -61,6 +65,7 @@ def test_an_expired_item_is_gone_from_get_search_and_listing(
 
 
 def test_refresh_on_read_and_refresh_ttl_false(store: RedisStore, clock: Clock) -> None:
+    clock.drive(store)
     store.put(("n",), "a", {"v": 1})
     store.put(("n",), "b", {"v": 2})
     clock.advance(8)
@@ -74,6 +79,7 @@ def test_refresh_on_read_and_refresh_ttl_false(store: RedisStore, clock: Clock) 
 
 def test_per_item_ttl_and_a_put_without_ttl_config(server_url: str, clock: Clock) -> None:
     with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
         store.put(("n",), "short", {"v": 1}, ttl=1)
         store.put(("n",), "forever", {"v": 2})
         clock.advance(1)
@@ -84,6 +90,7 @@ def test_per_item_ttl_and_a_put_without_ttl_config(server_url: str, clock: Clock
 
 async def test_async_store_round_trip(server_url: str, clock: Clock) -> None:
     async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
         await store.aput(("m", "x"), "k", {"nested": {"a": 1}, "n": 5})
         item = await store.aget(("m", "x"), "k")
         assert item is not None and item.value == {"nested": {"a": 1}, "n": 5}

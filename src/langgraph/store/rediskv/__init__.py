@@ -13,10 +13,12 @@ import redis
 import redis.asyncio as aredis
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 
+from langgraph.checkpoint.rediskv.errors import StoreItemLostError
+
 from .base import default_url, store_config, store_script_sources
 from .core import Call, run_batch
 
-__all__ = ["AsyncRedisStore", "RedisStore"]
+__all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
 
 
 class _Common(BaseStore):
