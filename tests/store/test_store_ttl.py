@@ -173,3 +173,33 @@ def test_a_namespace_filled_during_the_sweep_of_the_index_stays_listed(
         pass
     assert store.list_namespaces() == [("a",)]
     assert [item.key for item in store.search(("a",))] == ["k2"]
+
+
+def test_sweep_ttl_frees_expired_items_in_bounded_steps(
+    server_url: str, clock: Clock, client: redis.Redis
+) -> None:
+    """A namespace nobody reads again keeps its expired items until a sweep: each call goes
+    over at most max_namespaces namespaces of the index, on from where the last one stopped."""
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
+        for n in ("a", "b", "c"):
+            store.put((n,), "gone", {"v": 1}, ttl=1)
+            store.put((n,), "gone2", {"v": 1}, ttl=1)
+        store.put(("c",), "kept", {"v": 2})
+        clock.advance(1)
+        assert store.sweep_ttl(max_namespaces=2) == 4  # a and b
+        assert client.zrange(f"{store.config.prefix}:store:ns", 0, -1) == [b"c"]
+        assert store.sweep_ttl(max_namespaces=2) == 2  # c, then the index is done
+        assert store.sweep_ttl(max_namespaces=2) == 0  # from the first again: c
+        keys = sorted(k.decode() for k in client.keys(f"{store.config.prefix}:*"))
+        assert [k.rsplit(":", 1)[1] for k in keys] == ["ns", "h", "m", "z"]
+        assert [i.key for i in store.search(("c",))] == ["kept"]
+
+
+async def test_async_sweep_ttl(server_url: str, clock: Clock) -> None:
+    async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
+        await store.aput(("a",), "k", {"v": 1}, ttl=1)
+        clock.advance(1)
+        assert await store.sweep_ttl() == 1
+        assert await store.alist_namespaces() == []

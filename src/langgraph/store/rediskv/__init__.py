@@ -16,7 +16,7 @@ from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
 from .base import default_url, store_config, store_script_sources
-from .core import Call, run_batch
+from .core import Call, Rounds, run_batch, run_sweep
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
 
@@ -45,6 +45,7 @@ class _Common(BaseStore):
             name: self._client.register_script(source)
             for name, source in store_script_sources().items()
         }
+        self._sweep_after = ""  # where the next sweep_ttl step starts in the namespace index
 
     def setup(self) -> None:
         """Nothing to create: the keys appear with the first put."""
@@ -60,7 +61,8 @@ class RedisStore(_Common):
         url: ``redis://`` URL; defaults to ``$REDIS_URL``, then ``redis://localhost:6379/0``.
         client: your own ``redis.Redis`` (never closed by the store).
         prefix: first part of every key.
-        ttl: ``{"default_ttl": minutes, "refresh_on_read": bool}``.
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": bool}``; ``sweep_interval_minutes``
+            is accepted and starts nothing: call :meth:`sweep_ttl` from your scheduler.
     """
 
     _client: redis.Redis
@@ -103,14 +105,26 @@ class RedisStore(_Common):
                 pipe.execute_command(name, *keys)  # type: ignore[no-untyped-call]
         return list(pipe.execute())
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        rounds = run_batch(self.config, ops)
+    def _drive(self, rounds: Rounds | Any) -> Any:
         try:
             calls = next(rounds)
             while True:
                 calls = rounds.send(self._run(calls))
         except StopIteration as done:
-            return list(done.value)
+            return done.value
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return list(self._drive(run_batch(self.config, ops)))
+
+    def sweep_ttl(self, max_namespaces: int = 1000) -> int:
+        """Remove expired items, in a step of bounded work: the next ``max_namespaces``
+        namespaces of the index from where the previous call stopped (then from the first
+        again), at most 100 expired items each. Returns how many items went. Expired items
+        never show either way: this only frees their memory (see docs/store.md, TTL)."""
+        purged, self._sweep_after = self._drive(
+            run_sweep(self.config, self._sweep_after, max_namespaces)
+        )
+        return int(purged)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
@@ -168,15 +182,24 @@ class AsyncRedisStore(_Common):
                 pipe.execute_command(name, *keys)
         return list(await pipe.execute())
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+    async def _drive(self, rounds: Rounds | Any) -> Any:
         self._loop = asyncio.get_running_loop()
-        rounds = run_batch(self.config, ops)
         try:
             calls = next(rounds)
             while True:
                 calls = rounds.send(await self._run(calls))
         except StopIteration as done:
-            return list(done.value)
+            return done.value
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return list(await self._drive(run_batch(self.config, ops)))
+
+    async def sweep_ttl(self, max_namespaces: int = 1000) -> int:
+        """As :meth:`RedisStore.sweep_ttl`."""
+        purged, self._sweep_after = await self._drive(
+            run_sweep(self.config, self._sweep_after, max_namespaces)
+        )
+        return int(purged)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """The ops run on the store's event loop, from another thread (as AsyncPostgresStore

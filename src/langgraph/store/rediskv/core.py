@@ -312,29 +312,55 @@ def _search(
     return matched[op.offset : op.offset + op.limit]
 
 
+def _alive(
+    config: StoreConfig, namespaces: list[tuple[str, ...]], now: str
+) -> Generator[list[Call], list[Any], tuple[list[tuple[str, ...]], int]]:
+    """The namespaces that hold live items (their expired ones purged, at most 100 each:
+    how many goes with them); the empty ones are swept from the global index."""
+    if not namespaces:
+        return [], 0
+    replies = yield [
+        ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in namespaces
+    ]
+    purged = sum(int(reply[1]) for reply in replies)
+    alive = [n for n, reply in zip(namespaces, replies, strict=True) if int(reply[0]) > 0]
+    empty = [n for n, reply in zip(namespaces, replies, strict=True) if int(reply[0]) <= 0]
+    if empty:
+        index = namespace_index_key(config.prefix)
+        yield [("command", "ZREM", [index, *map(encode_namespace, empty)], ())]
+        # a put may have filled one between its count and the ZREM (its own ZADD came
+        # before): counted again after the ZREM, such a namespace goes back in the index
+        again = yield [
+            ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in empty
+        ]
+        filled = [n for n, reply in zip(empty, again, strict=True) if int(reply[0]) > 0]
+        if filled:
+            members = [m for n in filled for m in (0, encode_namespace(n))]
+            yield [("command", "ZADD", [index, *members], ())]
+    return alive, purged
+
+
+def run_sweep(
+    config: StoreConfig, after: str, count: int
+) -> Generator[list[Call], list[Any], tuple[int, str]]:
+    """One bounded step of the TTL sweep: the ``count`` namespaces of the global index after
+    ``after`` ("": from the first) purge their expired items (at most 100 each) and the empty
+    ones leave the index. Returns the items removed and where the next step starts ("": the
+    index is done)."""
+    low = "-" if not after else f"({after}"
+    index = namespace_index_key(config.prefix)
+    (names,) = yield [("command", "ZRANGEBYLEX", [index, low, "+", "LIMIT", 0, count], ())]
+    namespaces = [decode_namespace(_text(m)) for m in names]
+    now = "" if config.clock is None else str(config.clock())
+    _, purged = yield from _alive(config, namespaces, now)
+    return purged, _text(names[-1]) if len(names) == count else ""
+
+
 def _list_namespaces(
     config: StoreConfig, op: ListNamespacesOp, namespaces: list[tuple[str, ...]], now: str
 ) -> Generator[list[Call], list[Any], list[tuple[str, ...]]]:
     """The live namespaces the index names (the empty ones are swept from it)."""
-    if namespaces:
-        replies = yield [
-            ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in namespaces
-        ]
-        alive = [n for n, count in zip(namespaces, replies, strict=True) if int(count) > 0]
-        empty = [n for n, count in zip(namespaces, replies, strict=True) if int(count) <= 0]
-        if empty:
-            index = namespace_index_key(config.prefix)
-            yield [("command", "ZREM", [index, *map(encode_namespace, empty)], ())]
-            # a put may have filled one between its count and the ZREM (its own ZADD came
-            # before): counted again after the ZREM, such a namespace goes back in the index
-            again = yield [
-                ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in empty
-            ]
-            filled = [n for n, count in zip(empty, again, strict=True) if int(count) > 0]
-            if filled:
-                members = [m for n in filled for m in (0, encode_namespace(n))]
-                yield [("command", "ZADD", [index, *members], ())]
-        namespaces = alive
+    namespaces, _ = yield from _alive(config, namespaces, now)
     if op.match_conditions:
         namespaces = [n for n in namespaces if all(does_match(c, n) for c in op.match_conditions)]
     if op.max_depth is not None:
