@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import redis
 from langgraph.config import get_store
 from langgraph.graph import START, StateGraph
+from langgraph.store.base import TTLConfig
 from typing_extensions import TypedDict
 
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
@@ -203,3 +205,46 @@ async def test_async_sweep_ttl(server_url: str, clock: Clock) -> None:
         clock.advance(1)
         assert await store.sweep_ttl() == 1
         assert await store.alist_namespaces() == []
+
+
+def wait_for(condition: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + 5
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_the_ttl_sweeper_runs_every_sweep_interval(
+    server_url: str, clock: Clock, client: redis.Redis
+) -> None:
+    ttl: TTLConfig = {"sweep_interval_minutes": 0.001}  # every 60 ms
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix(), ttl=ttl) as store:
+        clock.drive(store)
+        for n in range(3):
+            store.put((f"n{n}",), "k", {"v": n}, ttl=1)
+        clock.advance(1)
+        sweeper = store.start_ttl_sweeper()
+        assert store.start_ttl_sweeper() is sweeper
+        assert wait_for(lambda: client.keys(f"{store.config.prefix}:*") == [])
+        assert store.stop_ttl_sweeper(timeout=5) and sweeper.done()
+    with (
+        RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store,
+        pytest.raises(ValueError, match="no sweep interval"),
+    ):
+        store.start_ttl_sweeper()
+
+
+async def test_the_async_ttl_sweeper(server_url: str, clock: Clock, client: redis.Redis) -> None:
+    async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
+        await store.aput(("a",), "k", {"v": 1}, ttl=1)
+        clock.advance(1)
+        task = await store.start_ttl_sweeper(sweep_interval_minutes=0.001)
+        for _ in range(250):
+            if not client.keys(f"{store.config.prefix}:*"):
+                break
+            await asyncio.sleep(0.02)
+        assert client.keys(f"{store.config.prefix}:*") == []
+        assert await store.stop_ttl_sweeper(timeout=5) and task.done()
