@@ -4,14 +4,14 @@
 
   KEYS[1..5]  S:{S:ns}:h m z x t, as store_put.lua
 
-  ARGV[1]  now (ms)
+  ARGV[1]  now (ms), or "": the server's clock (TIME)
 
   Counts: KEYS 5; ARGV 1
-  Reply: the number of unexpired items (expired ones are purged, at most 100 a call, and not
-  counted either way).
+  Reply: {live, purged}: the number of unexpired items, and of expired ones purged now (at
+  most 100 a call; those left are not counted live).
 ]]
 -- requires: store_purge
 
-local now = tonumber(ARGV[1])
-store_purge(now)
-return redis.call("ZCARD", KEYS[3]) - redis.call("ZCOUNT", KEYS[4], "-inf", now)
+local now = store_now(ARGV[1])
+local purged = store_purge(now)
+return {redis.call("ZCARD", KEYS[3]) - redis.call("ZCOUNT", KEYS[4], "-inf", now), purged}

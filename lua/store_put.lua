@@ -7,10 +7,12 @@
   KEYS[4]  S:{S:ns}:x  ZSET item key scored by its expiry (ms); only items with a TTL
   KEYS[5]  S:{S:ns}:t  HASH item key -> its TTL (ms), for refresh_ttl
 
-  ARGV[1]  now (ms)           expired items are purged first (at most 100)
+  ARGV[1]  now (ms), or "": the server's clock (TIME); expired items are purged first (at
+           most 100)
   ARGV[2]  item key
   ARGV[3]  value JSON, or "" to delete
-  ARGV[4]  updated_at (µs), the index score
+  ARGV[4]  updated_at (µs), the index score, or "": the server's clock; raised above the
+           namespace's newest when it is not (see store_stamp)
   ARGV[5]  TTL (ms), or "" for none
 
   Counts: KEYS 5; ARGV 5
@@ -19,7 +21,7 @@
 ]]
 -- requires: store_purge
 
-local now = tonumber(ARGV[1])
+local now = store_now(ARGV[1])
 store_purge(now)
 local key = ARGV[2]
 if store_expired(key, now) then
@@ -30,9 +32,10 @@ if ARGV[3] == "" then
   store_drop(key)
   return 0
 end
+local stamp = store_stamp(ARGV[4])
 redis.call("HSET", KEYS[1], key, ARGV[3])
-redis.call("HSETNX", KEYS[2], key, ARGV[4])
-redis.call("ZADD", KEYS[3], ARGV[4], key)
+redis.call("HSETNX", KEYS[2], key, stamp)
+redis.call("ZADD", KEYS[3], stamp, key)
 if ARGV[5] == "" then
   redis.call("ZREM", KEYS[4], key)
   redis.call("HDEL", KEYS[5], key)

@@ -1,8 +1,49 @@
--- Shared by the store scripts (lua/store_*.lua): expired items of one namespace go, with their
--- index entries, a bounded number per call. KEYS as every store script: h m z x t (see keys).
+-- Shared by the store scripts (lua/store_*.lua): the store's clock, and expired items of one
+-- namespace going, with their index entries, a bounded number per call. KEYS as every store
+-- script: h m z x t (see keys).
 -- requires:
 
 local STORE_PURGE_STEP = 100
+
+-- The server's clock (TIME) as [seconds, microseconds], read once a script (Redis freezes it).
+local function store_time()
+  local t = redis.call("TIME")
+  return tonumber(t[1]), tonumber(t[2])
+end
+
+-- Now in ms: the argument (a test's virtual clock), or "" for the server's clock, which every
+-- client shares (app servers with skewed clocks would disagree on what expired).
+local function store_now(arg)
+  if arg ~= "" then return tonumber(arg) end
+  local seconds, micros = store_time()
+  return seconds * 1000 + math.floor(micros / 1000)
+end
+
+-- A put's updated_at in µs, as a string: the argument (a virtual clock), or "" for the
+-- server's clock; always above the namespace's newest stamp, so that an update moves its item
+-- to the front (a search's pages rely on it) and puts keep their order whatever the clocks.
+local function store_stamp(arg)
+  local stamp
+  if arg ~= "" then
+    stamp = tonumber(arg)
+  else
+    local seconds, micros = store_time()
+    stamp = seconds * 1000000 + micros
+  end
+  local top = redis.call("ZREVRANGE", KEYS[3], 0, 0, "WITHSCORES")
+  if top[2] and tonumber(top[2]) >= stamp then stamp = tonumber(top[2]) + 1 end
+  return string.format("%.0f", stamp)  -- (16 digits: tostring would round them)
+end
+
+-- Whether a sorts before b byte by byte, as a ZSET orders members of one score (Lua's `<`
+-- follows the server's locale).
+local function store_bytes_before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
 
 local function store_drop(key)
   redis.call("HDEL", KEYS[1], key)
@@ -23,4 +64,12 @@ end
 local function store_expired(key, now)
   local at = redis.call("ZSCORE", KEYS[4], key)
   return at and tonumber(at) <= now
+end
+
+-- Give an item read its TTL anew (refresh_on_read), when it has one.
+local function store_refresh(key, now)
+  local ttl = redis.call("HGET", KEYS[5], key)
+  if ttl then
+    redis.call("ZADD", KEYS[4], now + tonumber(ttl), key)
+  end
 end

@@ -1,16 +1,18 @@
-"""TTL by example, on a virtual clock (core.now_ms / now_us patched), and the store in a graph."""
+"""TTL by example, on a virtual clock (the store config's ``clock``), and the store in a graph."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import redis
 from langgraph.config import get_store
 from langgraph.graph import START, StateGraph
+from langgraph.store.base import TTLConfig
 from typing_extensions import TypedDict
 
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
@@ -25,13 +27,16 @@ class Clock:
     def advance(self, minutes: float) -> None:
         self.ms += int(minutes * 60_000)
 
+    def now(self) -> int:
+        return self.ms
+
+    def drive(self, store: RedisStore | AsyncRedisStore) -> None:
+        store.config.clock = self.now
+
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(core, "now_ms", lambda: clock.ms)
-    monkeypatch.setattr(core, "now_us", lambda: clock.ms * 1000)
-    return clock
+def clock() -> Clock:
+    return Clock()
 
 
 @pytest.fixture
@@ -45,6 +50,7 @@ def store(server_url: str) -> Iterator[RedisStore]:
 def test_an_expired_item_is_gone_from_get_search_and_listing(
     store: RedisStore, clock: Clock, client: redis.Redis
 ) -> None:
+    clock.drive(store)
     store.put(("u", "1"), "old", {"v": 1})
     clock.advance(5)
     store.put(("u", "2"), "new", {"v": 2})
@@ -61,6 +67,7 @@ def test_an_expired_item_is_gone_from_get_search_and_listing(
 
 
 def test_refresh_on_read_and_refresh_ttl_false(store: RedisStore, clock: Clock) -> None:
+    clock.drive(store)
     store.put(("n",), "a", {"v": 1})
     store.put(("n",), "b", {"v": 2})
     clock.advance(8)
@@ -74,6 +81,7 @@ def test_refresh_on_read_and_refresh_ttl_false(store: RedisStore, clock: Clock) 
 
 def test_per_item_ttl_and_a_put_without_ttl_config(server_url: str, clock: Clock) -> None:
     with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
         store.put(("n",), "short", {"v": 1}, ttl=1)
         store.put(("n",), "forever", {"v": 2})
         clock.advance(1)
@@ -84,6 +92,7 @@ def test_per_item_ttl_and_a_put_without_ttl_config(server_url: str, clock: Clock
 
 async def test_async_store_round_trip(server_url: str, clock: Clock) -> None:
     async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
         await store.aput(("m", "x"), "k", {"nested": {"a": 1}, "n": 5})
         item = await store.aget(("m", "x"), "k")
         assert item is not None and item.value == {"nested": {"a": 1}, "n": 5}
@@ -166,3 +175,76 @@ def test_a_namespace_filled_during_the_sweep_of_the_index_stays_listed(
         pass
     assert store.list_namespaces() == [("a",)]
     assert [item.key for item in store.search(("a",))] == ["k2"]
+
+
+def test_sweep_ttl_frees_expired_items_in_bounded_steps(
+    server_url: str, clock: Clock, client: redis.Redis
+) -> None:
+    """A namespace nobody reads again keeps its expired items until a sweep: each call goes
+    over at most max_namespaces namespaces of the index, on from where the last one stopped."""
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
+        for n in ("a", "b", "c"):
+            store.put((n,), "gone", {"v": 1}, ttl=1)
+            store.put((n,), "gone2", {"v": 1}, ttl=1)
+        store.put(("c",), "kept", {"v": 2})
+        clock.advance(1)
+        assert store.sweep_ttl(max_namespaces=2) == 4  # a and b
+        assert client.zrange(f"{store.config.prefix}:store:ns", 0, -1) == [b"c"]
+        assert store.sweep_ttl(max_namespaces=2) == 2  # c, then the index is done
+        assert store.sweep_ttl(max_namespaces=2) == 0  # from the first again: c
+        keys = sorted(k.decode() for k in client.keys(f"{store.config.prefix}:*"))
+        assert [k.rsplit(":", 1)[1] for k in keys] == ["ns", "h", "m", "z"]
+        assert [i.key for i in store.search(("c",))] == ["kept"]
+
+
+async def test_async_sweep_ttl(server_url: str, clock: Clock) -> None:
+    async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
+        await store.aput(("a",), "k", {"v": 1}, ttl=1)
+        clock.advance(1)
+        assert await store.sweep_ttl() == 1
+        assert await store.alist_namespaces() == []
+
+
+def wait_for(condition: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + 5
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_the_ttl_sweeper_runs_every_sweep_interval(
+    server_url: str, clock: Clock, client: redis.Redis
+) -> None:
+    ttl: TTLConfig = {"sweep_interval_minutes": 0.001}  # every 60 ms
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix(), ttl=ttl) as store:
+        clock.drive(store)
+        for n in range(3):
+            store.put((f"n{n}",), "k", {"v": n}, ttl=1)
+        clock.advance(1)
+        sweeper = store.start_ttl_sweeper()
+        assert store.start_ttl_sweeper() is sweeper
+        assert wait_for(lambda: client.keys(f"{store.config.prefix}:*") == [])
+        assert store.stop_ttl_sweeper(timeout=5) and sweeper.done()
+    with (
+        RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store,
+        pytest.raises(ValueError, match="no sweep interval"),
+    ):
+        store.start_ttl_sweeper()
+
+
+async def test_the_async_ttl_sweeper(server_url: str, clock: Clock, client: redis.Redis) -> None:
+    async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        clock.drive(store)
+        await store.aput(("a",), "k", {"v": 1}, ttl=1)
+        clock.advance(1)
+        task = await store.start_ttl_sweeper(sweep_interval_minutes=0.001)
+        for _ in range(250):
+            if not client.keys(f"{store.config.prefix}:*"):
+                break
+            await asyncio.sleep(0.02)
+        assert client.keys(f"{store.config.prefix}:*") == []
+        assert await store.stop_ttl_sweeper(timeout=5) and task.done()

@@ -66,6 +66,23 @@ class CheckpointLostError(RediskvError, LookupError):
         )
 
 
+class StoreItemLostError(RediskvError, LookupError):
+    """A read of the store (``langgraph.store.rediskv``) found an item that lost part of
+    itself (its value, or its created_at) while its other keys are still stored: the server
+    evicted one of the namespace's keys. Nothing is returned rather than a wrong item; a put
+    of the item writes it whole again (its created_at restarts), a delete removes it."""
+
+    def __init__(self, namespace: tuple[str, ...], key: str, what: str, redis_key: str) -> None:
+        self.namespace, self.key, self.what, self.redis_key = namespace, key, what, redis_key
+        super().__init__(
+            f"store item {key!r} of namespace {namespace!r} lost its {what} ({redis_key}) "
+            "while its other keys are still stored: the Redis server most likely evicted "
+            "that key under memory pressure (its maxmemory-policy is not noeviction). Put the "
+            f"item again or delete it (every item of the namespace lost it too); to prevent it "
+            f"{EVICTION_FIX}"
+        )
+
+
 class RedisUnavailableError(RediskvError, RedisConnectionError):
     """The Redis server could not be reached (a ``redis.exceptions.ConnectionError``)."""
 

@@ -5,6 +5,9 @@ costs: ``docs/store.md``. Semantic search (``index=``) is not supported yet."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -13,10 +16,14 @@ import redis
 import redis.asyncio as aredis
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 
-from .base import default_url, store_config, store_script_sources
-from .core import Call, run_batch
+from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
-__all__ = ["AsyncRedisStore", "RedisStore"]
+from .base import default_url, store_config, store_script_sources
+from .core import Call, Rounds, run_batch, run_sweep
+
+__all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
+
+logger = logging.getLogger(__name__)
 
 
 class _Common(BaseStore):
@@ -43,6 +50,15 @@ class _Common(BaseStore):
             name: self._client.register_script(source)
             for name, source in store_script_sources().items()
         }
+        self._sweep_after = ""  # where the next sweep_ttl step starts in the namespace index
+
+    def _sweep_interval(self, minutes: float | None) -> float:
+        """The sweeper's period in seconds: the argument, else the ttl's
+        sweep_interval_minutes."""
+        minutes = minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        if not minutes or minutes <= 0:
+            raise ValueError("no sweep interval: pass one, or set ttl's sweep_interval_minutes")
+        return float(minutes) * 60
 
     def setup(self) -> None:
         """Nothing to create: the keys appear with the first put."""
@@ -58,7 +74,9 @@ class RedisStore(_Common):
         url: ``redis://`` URL; defaults to ``$REDIS_URL``, then ``redis://localhost:6379/0``.
         client: your own ``redis.Redis`` (never closed by the store).
         prefix: first part of every key.
-        ttl: ``{"default_ttl": minutes, "refresh_on_read": bool}``.
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": bool, "sweep_interval_minutes":
+            minutes}`` (the period of :meth:`start_ttl_sweeper`; nothing sweeps unless it is
+            called).
     """
 
     _client: redis.Redis
@@ -73,6 +91,7 @@ class RedisStore(_Common):
         index: Any = None,
     ) -> None:
         self._init(url, client, redis.Redis.from_url, prefix, ttl, index)
+        self._sweeper: tuple[concurrent.futures.Future[None], threading.Event] | None = None
 
     @classmethod
     @contextmanager
@@ -89,6 +108,7 @@ class RedisStore(_Common):
         return self._client
 
     def close(self) -> None:
+        self.stop_ttl_sweeper()
         if self._owns_client:
             self._client.close()
 
@@ -101,14 +121,66 @@ class RedisStore(_Common):
                 pipe.execute_command(name, *keys)  # type: ignore[no-untyped-call]
         return list(pipe.execute())
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        rounds = run_batch(self.config, ops)
+    def _drive(self, rounds: Rounds | Any) -> Any:
         try:
             calls = next(rounds)
             while True:
                 calls = rounds.send(self._run(calls))
         except StopIteration as done:
-            return list(done.value)
+            return done.value
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return list(self._drive(run_batch(self.config, ops)))
+
+    def sweep_ttl(self, max_namespaces: int = 1000) -> int:
+        """Remove expired items, in a step of bounded work: the next ``max_namespaces``
+        namespaces of the index from where the previous call stopped (then from the first
+        again), at most 100 expired items each. Returns how many items went. Expired items
+        never show either way: this only frees their memory (see docs/store.md, TTL)."""
+        purged, self._sweep_after = self._drive(
+            run_sweep(self.config, self._sweep_after, max_namespaces)
+        )
+        return int(purged)
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep in a daemon thread every ``sweep_interval_minutes`` (else ttl's): each time a
+        whole pass over the namespace index, in :meth:`sweep_ttl` steps. A failed pass is
+        logged and the next one runs. The future is done once :meth:`stop_ttl_sweeper` ran."""
+        if self._sweeper is not None and not self._sweeper[0].done():
+            return self._sweeper[0]
+        period = self._sweep_interval(sweep_interval_minutes)
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        stop = threading.Event()
+
+        def sweep() -> None:
+            while not stop.wait(period):
+                try:
+                    while True:
+                        self.sweep_ttl()
+                        if not self._sweep_after:
+                            break
+                except Exception:
+                    logger.warning("the store's TTL sweep failed", exc_info=True)
+            done.set_result(None)
+
+        threading.Thread(target=sweep, name="rediskv-store-sweeper", daemon=True).start()
+        self._sweeper = (done, stop)
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper; whether it stopped within ``timeout`` seconds."""
+        if self._sweeper is None:
+            return True
+        done, stop = self._sweeper
+        stop.set()
+        try:
+            done.result(timeout)
+        except concurrent.futures.TimeoutError:
+            return False
+        self._sweeper = None
+        return True
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
@@ -136,6 +208,7 @@ class AsyncRedisStore(_Common):
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): known once a coroutine ran
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._sweeper_task: asyncio.Task[None] | None = None
 
     @classmethod
     @asynccontextmanager
@@ -154,6 +227,7 @@ class AsyncRedisStore(_Common):
         return self._client
 
     async def aclose(self) -> None:
+        await self.stop_ttl_sweeper()
         if self._owns_client:
             await self._client.aclose()
 
@@ -166,15 +240,55 @@ class AsyncRedisStore(_Common):
                 pipe.execute_command(name, *keys)
         return list(await pipe.execute())
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+    async def _drive(self, rounds: Rounds | Any) -> Any:
         self._loop = asyncio.get_running_loop()
-        rounds = run_batch(self.config, ops)
         try:
             calls = next(rounds)
             while True:
                 calls = rounds.send(await self._run(calls))
         except StopIteration as done:
-            return list(done.value)
+            return done.value
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return list(await self._drive(run_batch(self.config, ops)))
+
+    async def sweep_ttl(self, max_namespaces: int = 1000) -> int:
+        """As :meth:`RedisStore.sweep_ttl`."""
+        purged, self._sweep_after = await self._drive(
+            run_sweep(self.config, self._sweep_after, max_namespaces)
+        )
+        return int(purged)
+
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """As :meth:`RedisStore.start_ttl_sweeper`, in a task of the running loop."""
+        if self._sweeper_task is not None and not self._sweeper_task.done():
+            return self._sweeper_task
+        period = self._sweep_interval(sweep_interval_minutes)
+
+        async def sweep() -> None:
+            while True:
+                await asyncio.sleep(period)
+                try:
+                    while True:
+                        await self.sweep_ttl()
+                        if not self._sweep_after:
+                            break
+                except Exception:
+                    logger.warning("the store's TTL sweep failed", exc_info=True)
+
+        self._sweeper_task = asyncio.create_task(sweep())
+        return self._sweeper_task
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper; whether it stopped within ``timeout`` seconds."""
+        task, self._sweeper_task = self._sweeper_task, None
+        if task is None or task.done():
+            return True
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=timeout)
+        return bool(done)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """The ops run on the store's event loop, from another thread (as AsyncPostgresStore

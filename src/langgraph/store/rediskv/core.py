@@ -5,8 +5,7 @@ over a sync or an async client."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -24,6 +23,8 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
+from langgraph.checkpoint.rediskv.errors import StoreItemLostError
+
 from .keys import (
     decode_namespace,
     encode_namespace,
@@ -38,16 +39,6 @@ Rounds = Generator[list[Call], list[Any], list[Result]]
 
 PAGE_MIN = 16
 PAGE_MAX = 512
-
-
-def now_ms() -> int:
-    """The clock the store reads (tests patch it)."""
-    return int(time.time() * 1000)
-
-
-def now_us() -> int:
-    """updated_at of a put (µs); tests patch it with now_ms."""
-    return time.time_ns() // 1000
 
 
 def _text(value: Any) -> str:
@@ -126,21 +117,38 @@ def under(namespace: tuple[str, ...], namespace_prefix: tuple[str, ...]) -> bool
 
 @dataclass
 class _Cursor:
-    """One namespace's position in a search: items read and not yet merged."""
+    """One namespace's position in a search: the (updated_at, key) of the last index entry
+    read (the next page starts after it), items read and not yet merged."""
 
     namespace: tuple[str, ...]
-    start: int = 0
+    score: Any = ""
+    member: Any = ""
     done: bool = False
     buffer: list[SearchItem] = field(default_factory=list)
 
 
 @dataclass
 class StoreConfig:
+    """``clock``: None (production) has the scripts read the server's clock, which every
+    client shares; a test sets a virtual one (ms since the epoch), which then stamps the
+    puts too (updated_at µs = ms * 1000)."""
+
     prefix: str
     ttl: TTLConfig | None = None
+    clock: Callable[[], int] | None = None
 
 
-def _put_calls(config: StoreConfig, op: PutOp, now: int, stamp: int) -> list[Call]:
+# what each part of an item lives in (a StoreItemLostError names the key), by namespace_keys
+_PART_KEY = {"value": 0, "created_at": 1, "updated_at": 2}
+
+
+def _lost(config: StoreConfig, namespace: tuple[str, ...], key: str, what: Any) -> Exception:
+    part = _text(what)
+    redis_key = namespace_keys(config.prefix, namespace)[_PART_KEY[part]]
+    return StoreItemLostError(namespace, key, part, redis_key)
+
+
+def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str) -> list[Call]:
     keys = namespace_keys(config.prefix, op.namespace)
     if op.value is None:
         return [("script", "store_put", keys, [now, op.key, "", stamp, ""])]
@@ -161,7 +169,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
     InMemoryStore), the puts go in the last round, the last put of an item winning."""
     ops = list(ops)
     results: list[Result] = [None] * len(ops)
-    now = now_ms()
+    # "": the scripts read the server's clock
+    now = "" if config.clock is None else str(config.clock())
     puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
     first: list[Call] = []
     slots: list[tuple[int, str]] = []
@@ -192,6 +201,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
             op = ops[i]
             if kind == "get":
                 assert isinstance(op, GetOp)
+                if reply and isinstance(reply[0], int):
+                    raise _lost(config, op.namespace, op.key, reply[1])
                 results[i] = (
                     None
                     if not reply
@@ -217,13 +228,15 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
     if puts:
         calls: list[Call] = []
         owners: list[str | None] = []  # per call: the namespace of a put script, else None
-        stamp = now_us()
-        for op in puts.values():
+        # the scripts stamp a put on the server's clock, above its namespace's newest (so
+        # the puts of a batch keep their order); a virtual clock's stamps go with the calls
+        first_stamp = None if config.clock is None else int(now) * 1000
+        for n, op in enumerate(puts.values()):
+            stamp = "" if first_stamp is None else str(first_stamp + n)
             for call in _put_calls(config, op, now, stamp):
                 calls.append(call)
                 put = call[0] == "script" and op.value is not None
                 owners.append(encode_namespace(op.namespace) if put else None)
-            stamp += 1  # the puts of a batch keep their order in the index
         replies = yield calls
         # a namespace that was empty before its put is indexed again (a sweep may have run)
         again: list[Call] = [
@@ -237,7 +250,7 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
 
 
 def _search(
-    config: StoreConfig, op: SearchOp, namespaces: list[tuple[str, ...]], now: int
+    config: StoreConfig, op: SearchOp, namespaces: list[tuple[str, ...]], now: str
 ) -> Generator[list[Call], list[Any], list[SearchItem]]:
     """Items of the namespaces under the prefix, newest-updated first, merged from pages of
     each namespace's index; the filter is applied to the pages as they come."""
@@ -257,17 +270,19 @@ def _search(
                     "script",
                     "store_page",
                     namespace_keys(config.prefix, c.namespace),
-                    [now, refresh, c.start, page],
+                    [now, refresh, c.score, c.member, page],
                 )
                 for c in wanted
             ]
             replies = yield calls
             for c, reply in zip(wanted, replies, strict=True):
-                removed = int(reply[0])
-                body = reply[1:]
-                ranks = len(body) // 4 + removed
-                c.start += ranks - removed
-                if ranks < page:
+                read = int(reply[0])
+                if read < 0:
+                    raise _lost(config, c.namespace, _text(reply[1]), reply[2])
+                if read:
+                    c.score, c.member = reply[1], reply[2]
+                body = reply[3:]
+                if read < page:
                     c.done = True
                 for j in range(0, len(body), 4):
                     value = json.loads(body[j + 1])
@@ -297,29 +312,55 @@ def _search(
     return matched[op.offset : op.offset + op.limit]
 
 
+def _alive(
+    config: StoreConfig, namespaces: list[tuple[str, ...]], now: str
+) -> Generator[list[Call], list[Any], tuple[list[tuple[str, ...]], int]]:
+    """The namespaces that hold live items (their expired ones purged, at most 100 each:
+    how many goes with them); the empty ones are swept from the global index."""
+    if not namespaces:
+        return [], 0
+    replies = yield [
+        ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in namespaces
+    ]
+    purged = sum(int(reply[1]) for reply in replies)
+    alive = [n for n, reply in zip(namespaces, replies, strict=True) if int(reply[0]) > 0]
+    empty = [n for n, reply in zip(namespaces, replies, strict=True) if int(reply[0]) <= 0]
+    if empty:
+        index = namespace_index_key(config.prefix)
+        yield [("command", "ZREM", [index, *map(encode_namespace, empty)], ())]
+        # a put may have filled one between its count and the ZREM (its own ZADD came
+        # before): counted again after the ZREM, such a namespace goes back in the index
+        again = yield [
+            ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in empty
+        ]
+        filled = [n for n, reply in zip(empty, again, strict=True) if int(reply[0]) > 0]
+        if filled:
+            members = [m for n in filled for m in (0, encode_namespace(n))]
+            yield [("command", "ZADD", [index, *members], ())]
+    return alive, purged
+
+
+def run_sweep(
+    config: StoreConfig, after: str, count: int
+) -> Generator[list[Call], list[Any], tuple[int, str]]:
+    """One bounded step of the TTL sweep: the ``count`` namespaces of the global index after
+    ``after`` ("": from the first) purge their expired items (at most 100 each) and the empty
+    ones leave the index. Returns the items removed and where the next step starts ("": the
+    index is done)."""
+    low = "-" if not after else f"({after}"
+    index = namespace_index_key(config.prefix)
+    (names,) = yield [("command", "ZRANGEBYLEX", [index, low, "+", "LIMIT", 0, count], ())]
+    namespaces = [decode_namespace(_text(m)) for m in names]
+    now = "" if config.clock is None else str(config.clock())
+    _, purged = yield from _alive(config, namespaces, now)
+    return purged, _text(names[-1]) if len(names) == count else ""
+
+
 def _list_namespaces(
-    config: StoreConfig, op: ListNamespacesOp, namespaces: list[tuple[str, ...]], now: int
+    config: StoreConfig, op: ListNamespacesOp, namespaces: list[tuple[str, ...]], now: str
 ) -> Generator[list[Call], list[Any], list[tuple[str, ...]]]:
     """The live namespaces the index names (the empty ones are swept from it)."""
-    if namespaces:
-        replies = yield [
-            ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in namespaces
-        ]
-        alive = [n for n, count in zip(namespaces, replies, strict=True) if int(count) > 0]
-        empty = [n for n, count in zip(namespaces, replies, strict=True) if int(count) <= 0]
-        if empty:
-            index = namespace_index_key(config.prefix)
-            yield [("command", "ZREM", [index, *map(encode_namespace, empty)], ())]
-            # a put may have filled one between its count and the ZREM (its own ZADD came
-            # before): counted again after the ZREM, such a namespace goes back in the index
-            again = yield [
-                ("script", "store_alive", namespace_keys(config.prefix, n), [now]) for n in empty
-            ]
-            filled = [n for n, count in zip(empty, again, strict=True) if int(count) > 0]
-            if filled:
-                members = [m for n in filled for m in (0, encode_namespace(n))]
-                yield [("command", "ZADD", [index, *members], ())]
-        namespaces = alive
+    namespaces, _ = yield from _alive(config, namespaces, now)
     if op.match_conditions:
         namespaces = [n for n in namespaces if all(does_match(c, n) for c in op.match_conditions)]
     if op.max_depth is not None:
