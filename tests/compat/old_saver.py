@@ -33,6 +33,7 @@ def main() -> None:
             "prune": saver.prune,
             "copy_thread": saver.copy_thread,
             "set_thread_ttl": saver.set_thread_ttl,
+            "unpin_thread": saver.unpin_thread,
             "check_invariants": lambda: [str(p) for p in saver.check_invariants()],
         }
         for line in sys.stdin:
