@@ -25,6 +25,12 @@ local function ttl_setting(K)
   return redis.call("GET", K.ttl) or "-"
 end
 
+-- The entry of a record just given `ttl` seconds from `now` (0: no expiry) under `setting`
+-- (entry_live reads it back).
+local function ledger_entry(ttl, now, setting)
+  return (ttl == 0 and "0" or tostring(now + ttl)) .. " " .. setting
+end
+
 -- A ledger made while its index has entries (the ledger was evicted or dropped, or the
 -- namespace was written by 0.1.x) gets the deadlines of the records still there, read from
 -- their expiries, for the newest LEDGER_BACKFILL of them: so an eviction of the ledger leaves
@@ -56,7 +62,7 @@ local function note_deadline(K, ns, id, ttl, left, setting)
   setting = setting or ttl_setting(K)
   local now = (ttl > 0 or left == -2) and now_seconds()  -- (no clock for a "0")
   if left == -2 then backfill_ledger(K, ns, key, now, setting) end
-  redis.call("HSET", key, id, (ttl == 0 and "0" or tostring(now + ttl)) .. " " .. setting)
+  redis.call("HSET", key, id, ledger_entry(ttl, now, setting))
   keep_alive(key, ttl, left == -2, left)
 end
 
@@ -103,13 +109,17 @@ end
 
 -- Whether namespace N's ledger holds a record that should still be stored: the index
 -- outlives every record it holds (a put or a renewal extends it with the record), so such a
--- ledger without its index is one whose index was evicted.
-local function ledger_live(K, ns)
+-- ledger without its index is one whose index was evicted. `stored`: only an entry whose
+-- record is still there counts (root_evicted).
+local function ledger_live(K, ns, stored)
   local entries = ledger_entries(K, ns)
   if #entries == 0 then return false end
   local setting, now = ttl_setting(K), now_seconds()
   for i = 2, #entries, 2 do
-    if entry_live(entries[i], setting, now) then return true end
+    if entry_live(entries[i], setting, now)
+        and (not stored or redis.call("EXISTS", K.checkpoint(ns, entries[i - 1])) == 1) then
+      return true
+    end
   end
   return false
 end
@@ -127,13 +137,7 @@ local function root_evicted(K, ns)
   end
   if redis.call("EXISTS", K.gc) == 1 then return false end
   if redis.call("EXISTS", index, writes_index, K.runs, K.values) > 0 then return true end
-  local entries = ledger_entries(K, ns)
-  local setting, now = ttl_setting(K), now_seconds()
-  for i = 2, #entries, 2 do
-    local record = K.checkpoint(ns, entries[i - 1])
-    if entry_live(entries[i], setting, now) and redis.call("EXISTS", record) == 1 then return true end
-  end
-  return false
+  return ledger_live(K, ns, true)
 end
 
 -- A put that finds the ledger but not the index (the index was evicted: it would start again

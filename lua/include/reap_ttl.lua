@@ -34,8 +34,7 @@ local function reap_ttl(K, prefix, tag, G, budget)
         local fields = readable_record_fields(cp, "bv", "ix") or {}
         apply(cp)
         if redis.call("EXISTS", cp) == 1 then
-          local deadline = ttl == 0 and "0" or tostring(now + ttl)
-          redis.call("HSET", K.ledger(ns), id, deadline .. " " .. setting)
+          redis.call("HSET", K.ledger(ns), id, ledger_entry(ttl, now, setting))
         end
         apply(K.writes(ns, id))
         for _, ref in ipairs(split_refs(fields[1])) do apply(K.blob(ns, ref)) end
