@@ -16,7 +16,8 @@
   Counts: KEYS 1; ARGV 6+2n
   Built by: core/calls.py get_tuple()
   Reply: nil when there is no such checkpoint (or its thread's root P:th:{T} is gone, or
-  keep_last hid it); an error "LOST <key> <what>" when the thread lost a key it needs to the
+  keep_last hid it); 0 when no key of the thread is left (include/ledger.lua's
+  missing_root: the client asks thread_deadlines.lua whether it was due); an error "LOST <key> <what>" when the thread lost a key it needs to the
   server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)
     { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | nil, large }
   the record as stored (the client parses its large fields, md, ck and the pending writes,
@@ -32,8 +33,9 @@ local ns, id = ARGV[3], ARGV[4]
 
 -- a thread exists while its root does: a delete hides it at once by moving the root away
 if redis.call("EXISTS", K.thread) == 0 then
-  if root_evicted(K, ns) then return lost(K.thread, "thread root") end
-  return nil
+  local why = missing_root(K, ns)
+  if why == "evicted" then return lost(K.thread, "thread root") end
+  return why == "untraced" and 0 or nil
 end
 local ttl = tonumber(ARGV[5])
 if ttl >= 0 then ttl = thread_ttl(K, ttl) else ttl = 0 end
@@ -51,9 +53,9 @@ if id == "" then
     -- missing while its ledger says it should be there: evicted, not expired
     if record_evicted(K, ns, id) then return lost(K.checkpoint(ns, id), "checkpoint record") end
     redis.call("ZREM", KEYS[1], id)
-    redis.call("HDEL", K.ledger(ns), id)
+    drop_entry(K, ns, id)
     -- an index emptied so is forgotten with its namespace, not taken for one evicted later
-    if redis.call("EXISTS", KEYS[1]) == 0 then forget_empty_namespace(K, ns) end
+    if redis.call("EXISTS", KEYS[1]) == 0 then forget_empty_namespace(K, ns, true) end
   end
 elseif not redis.call("ZSCORE", KEYS[1], id) then
   return nil  -- not (or no longer) in the index: deleted, or pruned in steps

@@ -7,7 +7,9 @@
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}
   ARGV[3]  "0": the namespace in ARGV[4]; "1": every namespace of the thread, unless it has
            more than ARGV[4] (then the reply lists them, for the client to list them in
-           chunks and merge); "2": the namespaces (encoded) after the filter pairs
+           chunks and merge); "2": the namespaces (encoded) after the filter pairs; "0u",
+           "1u": as "0", "1", and the reply is 0 when no key of the thread is left (the first
+           page of a list() of one thread)
   ARGV[4]  namespace N (encoded), or for "1" the most namespaces one call merges
   ARGV[5]  only this checkpoint id (raw), "" for any
   ARGV[6]  before: only ids lexically below this one (raw), "" for no bound
@@ -20,7 +22,8 @@
 
   Counts: KEYS 1; ARGV 9..
   Built by: core/calls.py list_checkpoints()
-  Reply: { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
+  Reply: 0 (modes "0u", "1u") when no key of the thread is left (include/ledger.lua's
+  missing_root: the client asks thread_deadlines.lua whether it was due); { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
   { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page: every id above it has been examined;
   nil means there is nothing more. The namespaces are merged newest first (a heap of their
@@ -38,23 +41,25 @@ local page, budget = tonumber(ARGV[7]), tonumber(ARGV[8])
 local ids_only = page < 0
 if ids_only then page = -page end
 local nfilter = tonumber(ARGV[9])
+local mode, untraced_reply = string.sub(ARGV[3], 1, 1), string.sub(ARGV[3], 2) == "u"
 -- a thread exists while its root does: a delete hides it at once by moving the root away
 if redis.call("EXISTS", KEYS[1]) == 0 then
   -- a key the root leads to without the root, and no delete under way: the root was evicted
-  local ns = ARGV[3] == "0" and ARGV[4] or ""
-  if ARGV[3] ~= "2" and root_evicted(K, ns) then return lost(KEYS[1], "thread root") end
-  return { false }
+  local ns = mode == "0" and ARGV[4] or ""
+  local why = mode ~= "2" and missing_root(K, ns)
+  if why == "evicted" then return lost(KEYS[1], "thread root") end
+  return why == "untraced" and untraced_reply and 0 or { false }
 end
 
 local namespaces
-if ARGV[3] == "1" then
+if mode == "1" then
   if only_id == "" and redis.call("SCARD", KEYS[1]) > tonumber(ARGV[4]) then
     local reply = redis.call("SMEMBERS", KEYS[1])
     table.insert(reply, 1, NAMESPACES)
     return reply
   end
   namespaces = redis.call("SMEMBERS", KEYS[1])
-elseif ARGV[3] == "2" then
+elseif mode == "2" then
   namespaces = {}
   for i = 10 + 2 * nfilter, #ARGV do namespaces[#namespaces + 1] = ARGV[i] end
 else
@@ -73,9 +78,9 @@ local function listable(ns, id)
       return false, lost(cp, "checkpoint record")
     end
     redis.call("ZREM", K.index(ns), id)  -- the checkpoint expired: drop its dangling entry
-    redis.call("HDEL", K.ledger(ns), id)
+    drop_entry(K, ns, id)
     -- an index emptied so is forgotten with its namespace, not taken for one evicted later
-    if redis.call("EXISTS", K.index(ns)) == 0 then forget_empty_namespace(K, ns) end
+    if redis.call("EXISTS", K.index(ns)) == 0 then forget_empty_namespace(K, ns, true) end
     return false
   end
   return matches_filter(cp, ARGV, 10, nfilter)
@@ -148,7 +153,7 @@ for _, ns in ipairs(namespaces) do
   elseif before == "" then
     -- the root names the namespace but its index is gone: evicted (as in get_tuple.lua)
     if index_lost(K, ns) then return lost(K.index(ns), "checkpoint index") end
-    forget_empty_namespace(K, ns)  -- when everything of this namespace has expired
+    forget_empty_namespace(K, ns, true)  -- when everything of this namespace has expired
   end
 end
 

@@ -41,7 +41,9 @@
 
   Counts: KEYS 3; ARGV 15..
   Built by: core/calls.py put_checkpoint()
-  Reply: 1 when stored; "REAPING" when an earlier delete, prune or copy of the thread left
+  Reply: when stored, the unix second until which the thread's keys are due (its new
+  ledger entry's deadline) for a checkpoint of the graph's own namespace (N = "") put with a
+  ttl, else 0; "REAPING" when an earlier delete, prune or copy of the thread left
   garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
   that are neither in this call nor stored (expired, or removed by a concurrent prune), or
   stored but without their base: nothing was written, and the client sends the call again
@@ -323,7 +325,7 @@ if ledger_left ~= -2 and not index_there then
   end
 end
 -- so that a reader tells its eviction from its expiry
-note_deadline(K, ns, id, ttl, ledger_left, ttl_setting_now)
+local deadline = note_deadline(K, ns, id, ttl, ledger_left, ttl_setting_now)
 if ttl > 0 then
   -- its pending writes (kept when a record is put again, or stored before it) expire with
   -- it: they belong to this checkpoint alone, and must not outlive it
@@ -363,4 +365,7 @@ if ttl > 0 or ARGV[14] == "1" then
   end
 end
 if keep > 0 then trim_history(K, ns, keep) end
-return 1
+-- (the root, the index and the ledger live at least until the deadline: the client notes it
+-- in the registry of live threads, thread_deadlines.lua, and include/ledger.lua's
+-- missing_root relies on the graph's own namespace's ledger outliving it)
+return ns == "" and deadline or 0

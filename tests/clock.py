@@ -7,7 +7,9 @@ prefix are touched, so it is safe on a server shared with other tests.
 
 The deadline ledgers (``P:dl:*``, lua/include/ledger.lua) hold absolute deadlines in seconds of
 the server's clock: they move ``seconds`` (rounded up) earlier, as if that time had passed, so
-that a record the virtual time expired reads as expired, not as evicted.
+that a record the virtual time expired reads as expired, not as evicted. So do the deadlines of
+the registry of live threads (``P:alive``, lua/thread_deadlines.lua): a thread the virtual time
+expired whole reads as new, not as evicted whole.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ def advance_time(client: redis.Redis, prefix: str, seconds: float) -> int:
         }
         if aged:
             client.hset(key, mapping=aged)
+    live_threads = f"{prefix}:alive"
+    noted = client.zrange(live_threads, 0, -1, withscores=True)
+    aged_deadlines = {tag: deadline - step for tag, deadline in noted}
+    if aged_deadlines:
+        client.zadd(live_threads, aged_deadlines)
     return unlinked
 
 

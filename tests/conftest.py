@@ -212,8 +212,18 @@ def without_base_mark(stored: bytes) -> bytes:
 
 def data_keys(client: redis.Redis, prefix: str) -> list[str]:
     """Every key under the prefix except the registry of indexed metadata keys (``P:mk``), a
-    setting of the prefix that stays when every thread is gone."""
-    return [k for k in keys_of(client, f"{prefix}:*") if k != f"{prefix}:mk"]
+    setting of the prefix that stays when every thread is gone, and the registry of live
+    threads (``P:alive``, persistent by design; ``due_threads`` tells what it holds)."""
+    registries = (f"{prefix}:mk", f"{prefix}:alive")
+    return [k for k in keys_of(client, f"{prefix}:*") if k not in registries]
+
+
+def due_threads(client: redis.Redis, prefix: str) -> list[str]:
+    """The threads the registry of live threads holds as due by the server's clock (its
+    entries whose deadline passed are swept lazily: lua/thread_deadlines.lua)."""
+    now = int(client.time()[0])
+    noted = client.zrange(f"{prefix}:alive", 0, -1, withscores=True)
+    return [tag.decode() for tag, deadline in noted if deadline > now]
 
 
 @pytest.fixture(scope="session")

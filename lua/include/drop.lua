@@ -31,10 +31,16 @@ local function gc_blobs(K, ns, candidates)
 end
 
 -- Forget a namespace in the thread index once it holds neither checkpoints nor writes.
-local function forget_empty_namespace(K, ns)
+-- `expired`: a reader found its last entries expired (not a delete or a prune).
+local function forget_empty_namespace(K, ns, expired)
   if redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
     redis.call("SREM", K.thread, ns)
-    redis.call("UNLINK", K.ledger(ns))  -- (entries of no checkpoint left)
+    -- (entries of no checkpoint left; but the graph's namespace's ledger, when its entries
+    -- expired and it expires, stays as long as the thread's deadline in the registry of
+    -- live threads: include/ledger.lua's drop_entry)
+    if not (expired and ns == "" and redis.call("PTTL", K.ledger(ns)) > 0) then
+      redis.call("UNLINK", K.ledger(ns))
+    end
     -- no checkpoint is left to reference its loose blobs: they go with it
     local loose = K.loose_blobs(ns)
     for _, ref in ipairs(redis.call("SMEMBERS", loose)) do redis.call("UNLINK", K.blob(ns, ref)) end

@@ -55,7 +55,8 @@ end
 
 -- Record that checkpoint N:I's record was just given `ttl` seconds (0: no expiry). `left`:
 -- the ledger key's PTTL, `setting`: the thread's ttl setting (ttl_setting), when the caller
--- has them.
+-- has them. Returns the entry's deadline (0: none): the record and the ledger live at least
+-- until that second.
 local function note_deadline(K, ns, id, ttl, left, setting)
   local key = K.ledger(ns)
   left = left or redis.call("PTTL", key)
@@ -64,6 +65,7 @@ local function note_deadline(K, ns, id, ttl, left, setting)
   if left == -2 then backfill_ledger(K, ns, key, now, setting) end
   redis.call("HSET", key, id, ledger_entry(ttl, now, setting))
   keep_alive(key, ttl, left == -2, left)
+  return ttl > 0 and now + ttl or 0
 end
 
 -- Keep checkpoint N:I's record alive at least `ttl` seconds more (0: forever), as keep_alive
@@ -76,6 +78,22 @@ local function keep_record_alive(K, ns, id, ttl, left)
   keep_alive(cp, ttl, false, left)
   if (ttl == 0 and left ~= -1) or (ttl > 0 and left >= 0 and left < ttl * 1000) then
     note_deadline(K, ns, id, ttl)
+  end
+end
+
+-- Drop the entry of checkpoint N:I, whose record expired. The ledger of the graph's own
+-- namespace, while it expires, keeps its last entry as a tombstone (deadline 1: passed)
+-- rather than go with it: it lives as long as any deadline the registry of live threads holds
+-- for the thread, so a thread whose records expired before that (a writer that knows no
+-- ledger shortened their expiry: 0.1.0's set_thread_ttl) reads as expired, not as evicted
+-- whole (missing_root). drop.lua's forget_empty_namespace leaves such a ledger too.
+local function drop_entry(K, ns, id)
+  local key = K.ledger(ns)
+  if ns == "" and redis.call("HLEN", key) == 1 and redis.call("HEXISTS", key, id) == 1
+      and redis.call("PTTL", key) > 0 then
+    redis.call("HSET", key, id, "1 -")
+  else
+    redis.call("HDEL", key, id)
   end
 end
 
@@ -110,7 +128,7 @@ end
 -- Whether namespace N's ledger holds a record that should still be stored: the index
 -- outlives every record it holds (a put or a renewal extends it with the record), so such a
 -- ledger without its index is one whose index was evicted. `stored`: only an entry whose
--- record is still there counts (root_evicted).
+-- record is still there counts (missing_root).
 local function ledger_live(K, ns, stored)
   local entries = ledger_entries(K, ns)
   if #entries == 0 then return false end
@@ -124,20 +142,27 @@ local function ledger_live(K, ns, stored)
   return false
 end
 
--- Whether a thread whose root is missing had it evicted (no delete is under way): the index,
--- the writes index, the runs and the thread's values expire with the root or before it, and
--- a delete moves them with the root (into a job of the gc root) or reaps them after it, so
--- one of them without the root is a root evicted. So is a ledger that names a record still
--- stored and still due: release 0.1.0's delete, which knows no ledger, leaves it, but not the
--- records. One EXISTS where the thread never existed (the first read of every new chat).
-local function root_evicted(K, ns)
+-- Why a thread's root is missing (no delete is under way): "evicted" when a key it leads to
+-- is left. The index, the writes index, the runs and the thread's values expire with the root
+-- or before it, and a delete moves them with the root (into a job of the gc root) or reaps
+-- them after it, so one of them without the root is a root evicted. So is a ledger that names
+-- a record still stored and still due: release 0.1.0's delete, which knows no ledger, leaves
+-- it, but not the records (false: a thread so deleted). "untraced" when no key of the thread
+-- is left at all, nor the ledger of its graph's own namespace: a thread that never existed,
+-- expired, or was evicted whole; only the registry of live threads, outside the thread's slot
+-- (thread_deadlines.lua), tells them apart, and the client asks it. That ledger lives as long
+-- as any deadline the registry holds (a put of the namespace notes both), so a thread that
+-- 0.1.0 deleted or shortened is never untraced while the registry says it is due. One EXISTS
+-- where the thread never existed (the first read of every new chat).
+local function missing_root(K, ns)
   local index, writes_index = K.index(ns), K.writes_index(ns)
-  if redis.call("EXISTS", index, writes_index, K.runs, K.values, K.ledger(ns)) == 0 then
-    return false
+  if redis.call("EXISTS", index, writes_index, K.runs, K.values, K.ledger(ns), K.ledger(""),
+      K.gc) == 0 then
+    return "untraced"
   end
   if redis.call("EXISTS", K.gc) == 1 then return false end
-  if redis.call("EXISTS", index, writes_index, K.runs, K.values) > 0 then return true end
-  return ledger_live(K, ns, true)
+  if redis.call("EXISTS", index, writes_index, K.runs, K.values) > 0 then return "evicted" end
+  return ledger_live(K, ns, true) and "evicted"
 end
 
 -- A put that finds the ledger but not the index (the index was evicted: it would start again

@@ -47,7 +47,7 @@ local function reap_namespace(K, G, ns, budget)
     redis.call("HDEL", K.ledger(ns), unpack(ids))
   end
   -- records the ledger still names without an index entry (the index was evicted, or the
-  -- root and the index: include/ledger.lua's root_evicted)
+  -- root and the index: include/ledger.lua's missing_root)
   while used < budget do
     local ids = redis.call("HRANDFIELD", K.ledger(ns), 200)
     if not ids or #ids == 0 then break end  -- (fakeredis: nil for a missing key)

@@ -102,9 +102,10 @@ def read_all(
     when its history lacks checkpoints whose records were evicted whole, or "older" when the
     newest was (each such record taken for one that expired: what the deadline ledger,
     lua/include/ledger.lua, prevents, unless the ledger itself was evicted); "lost" when a
-    read raised CheckpointLostError naming it; "gone" when it reads as a thread that never
-    existed and eviction took every key that leads to its checkpoints (no read can tell such a
-    thread from a new one), "empty" when some are left (every record evicted whole). Every state
+    read raised CheckpointLostError naming it (ThreadLostError for a thread evicted whole,
+    which the registry of live threads, lua/thread_deadlines.lua, still holds as due); "gone"
+    when it reads as a thread that never existed and eviction took every key that leads to
+    its checkpoints, "empty" when some are left (every record evicted whole). Every state
     returned holds exactly the messages of its time. Anything else fails."""
     graph = build_chat(saver)
     keys = KeySchema(saver.prefix)
@@ -204,25 +205,33 @@ def test_an_evicting_server_never_makes_a_thread_silently_empty(
             counts["fallback"] = count_fall_backs(server.url, saver, written, outcome)
             counts["restarted"] = len(restarted)
 
-            # a record evicted whole is told from one that expired (the deadline ledger): no
-            # history with holes, no older state, no thread empty while its keys are left,
-            # but where the ledger itself was evicted (best effort: the records it named then
-            # read as expired, until the next put makes it again); only a thread that lost
-            # every key still reads as new ("gone")
+            # a record evicted whole is told from one that expired (the deadline ledger), a
+            # thread evicted whole from a new one (the registry of live threads): no history
+            # with holes, no older state, no thread empty or new while it is due, but where
+            # the ledger itself was evicted (best effort: the records it named then read as
+            # expired, until the next put makes it again), or the registry (allkeys-*).
             # Nor where eviction left no record of the thread, only its ledger (and blobs):
             # that reads as a thread deleted by 0.1.0, which leaves the ledger too. Nor in a
             # chat a turn already restarted silently during the run (its own column).
             keys = KeySchema(saver.prefix)
-            unledgered = {t for t in outcome if keys.ledger(keys.tag(t), "") in set(evicted)}
+            registry_evicted = keys.live_threads() in set(evicted)
+            unledgered = {
+                t
+                for t, o in outcome.items()
+                if o != "gone" and keys.ledger(keys.tag(t), "") in set(evicted)
+            }
+            unregistered = {t for t, o in outcome.items() if o == "gone" and registry_evicted}
             recordless = {
                 t
                 for t in outcome
-                if not any(client.scan_iter(match=keys.checkpoint(keys.tag(t), "", "*")))
+                if client.exists(keys.ledger(keys.tag(t), ""))
+                and not any(client.scan_iter(match=keys.checkpoint(keys.tag(t), "", "*")))
             }
-            silent = {t for t, o in outcome.items() if o in ("holes", "older", "empty")}
-            told_apart = silent - unledgered - recordless - restarted
+            silent = {t for t, o in outcome.items() if o in ("holes", "older", "empty", "gone")}
+            told_apart = silent - unledgered - unregistered - recordless - restarted
             assert told_apart == set(), (counts, told_apart)
             counts["unledgered"] = len(silent & unledgered)
+            counts["unregistered"] = len(unregistered)
             counts["recordless"] = len(silent & recordless - unledgered)
             print(f"{policy}: {counts}")  # (the figures of docs/reliability.md: pytest -s)
             lost = sorted(t for t, o in outcome.items() if o in ("lost", "gone"))

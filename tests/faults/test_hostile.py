@@ -320,6 +320,7 @@ def test_a_copy_whose_job_a_reaper_began_discarding_does_not_publish(
         copy = StepByStep(saver, saver._core.copy_thread("s1", "T"))
         copy.until("publish")  # every chunk written
         delete = StepByStep(saver, saver._core.delete_thread("T"))
+        delete.step()  # (T out of the registry of live threads, core/deadlines.py)
         delete.step()  # its first step reaps part of the copy's job
         copy.until()
         delete.until()

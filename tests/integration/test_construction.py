@@ -158,7 +158,7 @@ async def test_callers_encoder_or_packing_connection_class_is_left_as_it_is(
     async with AsyncRedisSaver(server_url, prefix=new_prefix(), connection_class=Counting) as b:
         assert b.client.connection_pool.connection_class is Counting
         assert await b.aget_tuple(cfg("none")) is None
-    assert [args[0] for args in packed][-1] == "FCALL"
+    assert "FCALL" in [args[0] for args in packed]  # (get_tuple; then the registry's EVALSHA)
 
 
 async def test_pool_with_another_text_encoding_and_callers_client_pack_in_python(

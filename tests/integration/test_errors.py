@@ -31,6 +31,7 @@ def test_every_error_keeps_its_former_base_under_one_root() -> None:
         errors.StoreFormatError: RuntimeError,
         errors.CheckpointLostError: LookupError,
         errors.StoreItemLostError: LookupError,
+        errors.ThreadLostError: errors.CheckpointLostError,
         errors.RedisUnavailableError: redis.exceptions.ConnectionError,
         errors.ReplicationError: errors.RedisUnavailableError,
         errors.SettingsError: ValueError,

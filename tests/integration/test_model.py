@@ -29,6 +29,10 @@ Rules (each a hypothesis ``@rule``):
   of a live checkpoint whose record was evicted raises (its deadline ledger tells it from an
   expired one, never a history with a hole), and a delete and the
   cleanup pass (``remove_orphans``, what ``rediskv doctor --repair`` runs) leave no key of it.
+- ``evict_whole``: every key of a thread unlinked; its reads raise ThreadLostError while the
+  registry of live threads must hold it due (a put of its graph's namespace with a ttl
+  within 15/16 of the ttl, no delete or ttl change since), may raise it while the registry
+  may, and read as a new thread otherwise.
 - ``delete_thread``, ``delete_for_runs``, ``copy_thread`` (to a fresh thread or onto an existing
   one), ``prune`` (keep_latest / delete_all), ``pin_thread``, ``unpin_thread``,
   ``set_thread_ttl``.
@@ -106,7 +110,12 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.base.id import uuid6
 from redis.cluster import RedisCluster
 
-from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, RedisSaver
+from langgraph.checkpoint.rediskv import (
+    AsyncRedisSaver,
+    CheckpointLostError,
+    RedisSaver,
+    ThreadLostError,
+)
 from langgraph.checkpoint.rediskv.core import Limits
 from langgraph.checkpoint.rediskv.core.check import UNREADABLE_BLOB
 from langgraph.checkpoint.rediskv.eviction import remove_orphans
@@ -213,6 +222,10 @@ class Thread:
     own: int | None = None  # its own ttl in seconds, 0 when pinned, None: the saver's default
     gone_after: float = -INF  # no key may be left once now >= gone_after
     clean: bool = True  # the model knows it has no key at all
+    # the registry of live threads (P:alive) must hold the thread due while now < due_until,
+    # and may while now < noted_until (lua/thread_deadlines.lua)
+    due_until: float = -INF
+    noted_until: float = -INF
 
 
 picks = st.integers(min_value=0, max_value=50)
@@ -296,6 +309,22 @@ class SaverMachine(RuleBasedStateMachine):
         th.own = None
         th.gone_after = -INF
         th.clean = True
+        self.forgotten(th)
+
+    def forgotten(self, th: Thread) -> None:
+        """The saver took the thread out of the registry of live threads."""
+        th.due_until = th.noted_until = -INF
+
+    def noted(self, th: Thread, ttl: float, by_this_saver: bool) -> None:
+        """A put of the graph's namespace with a finite ttl: the saver notes its deadline when
+        it has grown by a sixteenth of the ttl since it last did (a second of the server's
+        clock aside), and it forgets the thread's note at every delete or ttl change; another
+        saver's note may lag by more (it knows of no such forget)."""
+        if ttl == INF:
+            return
+        if by_this_saver:
+            th.due_until = max(th.due_until, self.now + ttl - ttl / 16 - 2)
+        th.noted_until = max(th.noted_until, self.now + ttl + 2)
 
     def must(self, cp: Cp) -> bool:
         return self.now < cp.alive_until
@@ -472,9 +501,10 @@ class SaverMachine(RuleBasedStateMachine):
 
     def keys_by_thread(self) -> tuple[list[str], dict[str, list[str]]]:
         """Every key of the prefix but the registry of indexed metadata keys (P:mk, a setting
-        of the prefix) and a cluster's registry of lists (P:tl, swept as lists go idle), and
-        those of each thread (its hash tag)."""
-        registries = (f"{self.prefix}:mk", f"{self.prefix}:tl")
+        of the prefix), a cluster's registry of lists (P:tl, swept as lists go idle) and the
+        registry of live threads (P:alive, checked by store_is_consistent), and those of each
+        thread (its hash tag)."""
+        registries = (f"{self.prefix}:mk", f"{self.prefix}:tl", f"{self.prefix}:alive")
         keys = [
             k.decode()
             for k in self.client.scan_iter(match=f"{self.prefix}:*", count=1000)
@@ -557,6 +587,8 @@ class SaverMachine(RuleBasedStateMachine):
         )
         th.cps[(ns, cp.id)] = cp
         self.touch(th, ttl)
+        if ns == "":
+            self.noted(th, ttl, by_this_saver=send is None)
         if send is None:
             self.trim(th, ns, exact=True)
         return cp
@@ -888,10 +920,44 @@ class SaverMachine(RuleBasedStateMachine):
         remove_orphans(self.client, of_thread, expiring=True)
         self.reset(th)
 
+    @rule(thread=picks)
+    def evict_whole(self, thread: int) -> None:
+        """The server evicts every key of a thread: its reads raise ThreadLostError naming
+        it while the registry of live threads must hold it due, may while it may, and read
+        it as a thread that never existed otherwise; the app deletes it."""
+        th = self.pick_thread(thread)
+        _, by_thread = self.keys_by_thread()
+        if not by_thread[th.id]:
+            return
+        self.client.unlink(*by_thread[th.id])
+        config = {"configurable": {"thread_id": th.id, "checkpoint_ns": ""}}
+        reads = {
+            "get_tuple": lambda: self.prober.get_tuple(config),
+            "list": lambda: list(self.prober.list({"configurable": {"thread_id": th.id}})),
+        }
+        for read, call in reads.items():
+            try:
+                got = call()
+            except ThreadLostError as exc:
+                if exc.thread_id != th.id:
+                    fail("evict_whole.error", f"{read} of {th.id!r} named {exc.thread_id!r}")
+                if self.now >= th.noted_until:
+                    fail("evict_whole.false_alarm", f"{read} of {th.id!r}: {exc}")
+                continue
+            if got:
+                fail("evict_whole.extra", f"{read} of {th.id!r} returned {got}")
+            if self.now < th.due_until:
+                fail("evict_whole.silent", f"{read} of {th.id!r} read as a new thread")
+        self.saver.delete_thread(th.id)
+        self.reset(th)
+
     @rule(runs=st.lists(st.sampled_from((*RUNS, "run-x")), min_size=1, max_size=2, unique=True))
     def delete_for_runs(self, runs: list[str]) -> None:
         self.saver.delete_for_runs(runs)
         for th in self.threads.values():
+            # (the threads it visits leave the registry of live threads: which ones depends on
+            # the run index, so the model no longer requires any to be due)
+            th.due_until = -INF
             for key, cp in list(th.cps.items()):
                 if cp.metadata.get("run_id") in runs:
                     del th.cps[key]
@@ -1071,6 +1137,7 @@ class SaverMachine(RuleBasedStateMachine):
     def pin_thread(self, thread: int) -> None:
         th = self.pick_thread(thread)
         self.saver.pin_thread(th.id)
+        self.forgotten(th)
         th.own = 0
         th.clean = False  # the setting is a key of the thread
         self.renew_all(th, INF)
@@ -1079,6 +1146,7 @@ class SaverMachine(RuleBasedStateMachine):
     def unpin_thread(self, thread: int) -> None:
         th = self.pick_thread(thread)
         self.saver.unpin_thread(th.id)
+        self.forgotten(th)
         th.own = None
         if not th.clean:
             self.renew_all(th, self.ttl_of(th))
@@ -1087,6 +1155,7 @@ class SaverMachine(RuleBasedStateMachine):
     def set_thread_ttl(self, thread: int, minutes: float) -> None:
         th = self.pick_thread(thread)
         self.saver.set_thread_ttl(th.id, minutes)
+        self.forgotten(th)
         th.own = int(minutes * 60)
         th.clean = False
         self.renew_all(th, th.own)
@@ -1119,6 +1188,9 @@ class SaverMachine(RuleBasedStateMachine):
     def advance(self, seconds: int) -> None:
         advance_time(self.client, self.prefix, seconds)
         self.now += seconds
+        # (the registry's deadlines moved earlier with the keys' expiries: what a saver noted
+        # is then as old as after that time really passed, and its next put notes again)
+        self.saver._core.noted_deadlines.threads.clear()
         _, by_thread = self.keys_by_thread()
         for th in self.threads.values():
             if not th.clean and self.now >= th.gone_after:
@@ -1202,6 +1274,21 @@ class SaverMachine(RuleBasedStateMachine):
         for th in self.threads.values():
             if th.clean and by_thread[th.id]:
                 fail("thread_keys_left", f"{th.id!r} must have no key: {by_thread[th.id][:6]}")
+        # the registry of live threads holds as due only threads a put noted (never one
+        # deleted, or past its deadline: a false alarm), and every thread that must be
+        now_seconds = int(self.client.time()[0])
+        due = {
+            tag.decode()
+            for tag, deadline in self.client.zrange(f"{self.prefix}:alive", 0, -1, withscores=True)
+            if deadline > now_seconds
+        }
+        keys_of = self.saver._core.keys
+        for th in self.threads.values():
+            tag = keys_of.tag(th.id)
+            if tag in due and self.now >= th.noted_until:
+                fail("registry.false_alarm", f"{th.id!r} is due in P:alive, noted long ago")
+            if tag not in due and self.now < th.due_until:
+                fail("registry.missing", f"{th.id!r} is not due in P:alive")
         everything_gone = all(th.clean for th in self.threads.values())
         if everything_gone and self.now >= self.finite_gone_after:
             # a shared metadata index may keep entries of expired checkpoints until a read or

@@ -18,7 +18,7 @@ from langgraph.checkpoint.rediskv import AsyncRedisSaver, CheckpointLostError, R
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from ..clock import advance_time, expire_record
-from ..conftest import RoundTrips, data_keys, keys_of
+from ..conftest import RoundTrips, data_keys, due_threads, keys_of
 from .test_contract import cfg, chain, make_checkpoint
 
 
@@ -82,6 +82,7 @@ def test_an_idle_thread_leaves_nothing_behind(
         assert keys_of(client, KeySchema(prefix).thread_keys_pattern("idle")) != []
         time.sleep(2.2)
         assert data_keys(client, prefix) == []
+        assert due_threads(client, prefix) == []  # (its deadline passed with its keys)
         assert saver.get_tuple(cfg("idle")) is None
         assert list(saver.list(None)) == []
 
@@ -235,10 +236,17 @@ def test_ttl_costs_no_extra_round_trip(
         saver.get_tuple(cfg("t"))
         round_trips.reset()
         chain_more = chain(saver, "t2", [{"step": 0}])
+        first_put = round_trips.count
+        round_trips.reset()
+        version = saver.get_next_version(None, None)
+        checkpoint = make_checkpoint({"n": 1}, {"n": version})
+        saver.put(cfg("t2", checkpoint_id=chain_more[0]), checkpoint, {"step": 1}, {"n": version})
         put_count = round_trips.count
         round_trips.reset()
         tup = saver.get_tuple(cfg("t"))
-        assert (put_count, round_trips.count) == (1, 1)
+        # a thread's first put notes it in the registry of live threads (one round trip more,
+        # core/deadlines.py), its next ones until its deadline grew by 1/16 of the ttl not
+        assert (first_put, put_count, round_trips.count) == (2, 1, 1)
         assert tup is not None and tup.checkpoint["id"] == ids[-1] and len(chain_more) == 1
 
 

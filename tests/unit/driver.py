@@ -296,7 +296,7 @@ def stored_record(
     driver = Driver(core)
     if (core.global_index or core.cluster_lists) and not core.registered:
         driver.expect(call("register_metadata_index", []))
-    driver.expect(call("put_checkpoint", 1))
+    driver.expect(call("put_checkpoint", 0))
     versions = dict(checkpoint["channel_versions"])
     driver.run(core.put(parent_config, checkpoint, metadata, versions))
     driver.done()

@@ -65,7 +65,7 @@ def saver_scripts() -> list[str]:
 def test_one_builder_per_saver_script_in_alphabetical_order() -> None:
     assert sorted(SCRIPT_NAMES) == saver_scripts()
     assert list(builders()) == saver_scripts()
-    assert len(builders()) == 26
+    assert len(builders()) == 27
 
 
 @pytest.mark.parametrize("name", saver_scripts())

@@ -83,7 +83,7 @@ def test_a_thread_is_read_a_page_at_a_time_up_to_the_limit(
     assert asked == [(b if not b else b.encode(), size) for b, size in pages]
     first = driver.requests[0]
     assert first.keys == ("unit:th:{t1}",)
-    assert first.args == ("unit", "{t1}", "0", "", "", "", pages[0][1], LIST_SCAN_BUDGET, 0)
+    assert first.args == ("unit", "{t1}", "0u", "", "", "", pages[0][1], LIST_SCAN_BUDGET, 0)
 
 
 def test_a_page_the_filter_emptied_is_followed_by_the_next() -> None:
@@ -130,7 +130,7 @@ def test_a_thread_with_more_namespaces_than_one_call_merges_is_merged_by_the_cli
     driver.done()
     assert ids(out) == [checkpoint_id(n) for n in (6, 5, 4, 3, 2)]
     first = driver.requests[0]
-    assert first.args[2:4] == ("1", str(NAMESPACE_CHUNK))
+    assert first.args[2:4] == ("1u", str(NAMESPACE_CHUNK))
     chunk_calls = driver.requests[1].calls
     assert [c.args[2] for c in chunk_calls] == ["2", "2"]
     assert [len(c.args[9:]) for c in chunk_calls] == [NAMESPACE_CHUNK, 1]

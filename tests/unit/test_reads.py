@@ -39,7 +39,7 @@ def stored(
     driver = Driver(core)
     if not core.registered:
         driver.expect(call("register_metadata_index", []))
-    driver.expect(call("put_checkpoint", 1))
+    driver.expect(call("put_checkpoint", 0))
     parent_config = config("t1", "", checkpoint_id(parent)) if parent else config("t1")
     new = {ch: v for ch, v in versions.items()}
     driver.run(core.put(parent_config, make_checkpoint(n, values, versions), METADATA, new))

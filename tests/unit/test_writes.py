@@ -46,7 +46,7 @@ def test_a_put_replying_reaping_reaps_the_thread_then_is_sent_again() -> None:
         call("put_checkpoint", b"REAPING"),
         call("reap_thread", 2),
         call("reap_thread", 0),
-        call("put_checkpoint", 1),
+        call("put_checkpoint", 0),
     )
     result = driver.run(
         core.put(config("t1"), make_checkpoint(1, {"a": "x"}), METADATA, {"a": "1"})
@@ -114,7 +114,7 @@ def test_put_writes_replying_reaping_is_sent_again_unchanged() -> None:
 
 def stored_first(core: Any, values: dict[str, Any]) -> tuple[Driver, PutCall]:
     """The thread's first checkpoint, stored: its put's call."""
-    driver = Driver(core).expect(REGISTERED, call("put_checkpoint", 1))
+    driver = Driver(core).expect(REGISTERED, call("put_checkpoint", 0))
     driver.run(
         core.put(config("t1"), make_checkpoint(1, values), METADATA, dict.fromkeys(values, "1"))
     )
@@ -126,7 +126,7 @@ def test_a_put_whose_shared_blob_is_gone_sends_it_again_with_the_checkpoint() ->
     core = make_core()
     stored_first(core, {"a": "kept", "b": "old"})
     second = make_checkpoint(2, {"a": "kept", "b": "new"}, {"a": "1", "b": "2"})
-    driver = Driver(core).expect(call("put_checkpoint", [b"a:1"]), call("put_checkpoint", 1))
+    driver = Driver(core).expect(call("put_checkpoint", [b"a:1"]), call("put_checkpoint", 0))
     driver.run(core.put(config("t1", "", checkpoint_id(1)), second, METADATA, {"b": "2"}))
     driver.done()
     first, again = (PutCall(c) for c in driver.calls("put_checkpoint"))
@@ -145,7 +145,7 @@ def test_a_put_whose_base_is_gone_sends_the_value_in_full() -> None:
     assert stored.startswith(b"u:b:")  # stored as a base: with its mark
     longer = [*HISTORY, "one more"]
     second = make_checkpoint(2, {"messages": longer}, {"messages": "2"})
-    driver = Driver(core).expect(call("put_checkpoint", [b"messages:1"]), call("put_checkpoint", 1))
+    driver = Driver(core).expect(call("put_checkpoint", [b"messages:1"]), call("put_checkpoint", 0))
     driver.run(core.put(config("t1", "", checkpoint_id(1)), second, METADATA, {"messages": "2"}))
     driver.done()
     against, in_full = (PutCall(c) for c in driver.calls("put_checkpoint"))
@@ -172,7 +172,7 @@ def test_a_cluster_put_replying_index_enters_the_lists_then_is_sent_again_with_t
         ),
         call("put_checkpoint", index_reply),
         batch(["enter_thread_list", "thread_list_registry"], [[], []]),
-        call("put_checkpoint", 1),
+        call("put_checkpoint", 0),
     )
     driver.run(core.put(config("t1"), make_checkpoint(1, {"a": "x"}), METADATA, {"a": "1"}))
     driver.done()
@@ -210,7 +210,7 @@ def test_the_first_put_registers_an_unregistered_index_ready_only_on_an_empty_st
         call("register_metadata_index", missing),
         scan_keys(stored_indexes),
         call("register_metadata_index", 2),
-        call("put_checkpoint", 1),
+        call("put_checkpoint", 0),
     )
     driver.run(core.put(config("t1"), make_checkpoint(1), METADATA, {}))
     driver.done()
@@ -219,6 +219,6 @@ def test_the_first_put_registers_an_unregistered_index_ready_only_on_an_empty_st
     assert entered.args == (state, *missing)
     assert driver.requests[1] == ScanKeys("unit:idx:*", SCAN_COUNT)
     # registered once per saver: the next put goes straight to its script
-    driver = Driver(core).expect(call("put_checkpoint", 1))
+    driver = Driver(core).expect(call("put_checkpoint", 0))
     driver.run(core.put(config("t1", "", checkpoint_id(1)), make_checkpoint(2), METADATA, {}))
     driver.done()

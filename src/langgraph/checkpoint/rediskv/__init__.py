@@ -12,6 +12,7 @@ from .errors import (
     SerializationError,
     ServerFullError,
     StoreFormatError,
+    ThreadLostError,
     ValueTooLargeError,
 )
 from .shallow import AsyncShallowRedisSaver, ShallowRedisSaver
@@ -35,5 +36,6 @@ __all__ = [
     "ServerFullError",
     "ShallowRedisSaver",
     "StoreFormatError",
+    "ThreadLostError",
     "ValueTooLargeError",
 ]

@@ -8,6 +8,8 @@ redis-py ``ConnectionError``, and so on. The modules that raised them re-export 
 
 from __future__ import annotations
 
+import time
+
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 
@@ -64,6 +66,26 @@ class CheckpointLostError(RediskvError, LookupError):
             f"was returned; delete_thread({thread_id!r}) removes what is left, and to prevent "
             f"it {EVICTION_FIX}"
         )
+
+
+class ThreadLostError(CheckpointLostError):
+    """A read found no key of a thread at all while the registry of live threads (``P:alive``,
+    lua/thread_deadlines.lua) says it is due: the server evicted it whole. Without the
+    registry it would read as a thread that never existed, and the next turn would start it
+    again. ``delete_thread`` forgets it."""
+
+    def __init__(self, thread_id: str, key: str, deadline: int) -> None:
+        self.deadline = deadline
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(deadline))
+        Exception.__init__(
+            self,
+            f"thread {thread_id!r} lost every key ({key} and all it leads to) while it is due "
+            f"until {when} by the registry of live threads: the Redis server most likely "
+            "evicted it under memory pressure (its maxmemory-policy is not noeviction). The "
+            f"thread cannot be read and nothing was returned; delete_thread({thread_id!r}) "
+            f"forgets it, and to prevent it {EVICTION_FIX}",
+        )
+        self.thread_id, self.what, self.key = thread_id, "thread", key
 
 
 class StoreItemLostError(RediskvError, LookupError):

@@ -83,6 +83,12 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
     P:tl                ZSET   on a cluster: every threads-by-value list ("K:V" or "/R") by the
                                highest score written ahead into it, so that writers find the
                                idle ones and sweep them (see .core.cluster_lists)
+    P:alive             ZSET   the registry of live threads: tag "{T}" -> the unix second until
+                               which the thread's keys are due, as a put of its graph's own
+                               namespace with a ttl replied (noted at most once per 1/16 of
+                               the ttl); persistent, so a volatile-* policy never evicts it. A
+                               read that finds no key of a thread asks it: due means evicted
+                               whole (ThreadLostError), not new (lua/thread_deadlines.lua)
     P:mk                HASH   the registry of indexed metadata keys: raw K -> "ready" (the
                                index holds every checkpoint) or "building" (added to a store
                                that had checkpoints, or registered again by a put after the
@@ -227,6 +233,11 @@ class KeySchema:
         (standalone servers; see note_unindexed_run in lua/include/indexes.lua)."""
         return f"{self.prefix}:rx"
 
+    def live_threads(self) -> str:
+        """The registry of live threads: tag -> the unix second until which it is due (see
+        lua/thread_deadlines.lua)."""
+        return f"{self.prefix}:alive"
+
     def metadata_index(self, suffix: str) -> str:
         """A global metadata index; ``suffix`` comes from :func:`metadata_index_suffix`."""
         return f"{self.prefix}:mi:{suffix}"
@@ -243,11 +254,17 @@ class KeySchema:
 
     def is_global(self, key: str) -> bool:
         """A key of the whole prefix, not of one thread: a metadata index, a threads-by-value
-        index, the registry or the threads with unindexed runs."""
+        index, the registries or the threads with unindexed runs."""
         return (
             self.is_metadata_index(key)
             or self.is_threads_with(key)
-            or key in (self.metadata_keys(), self.unindexed_runs(), self.lists_registry())
+            or key
+            in (
+                self.metadata_keys(),
+                self.unindexed_runs(),
+                self.lists_registry(),
+                self.live_threads(),
+            )
         )
 
     # -- patterns ------------------------------------------------------------------------

@@ -26,6 +26,9 @@ from .options import SaverSettings
 # entry hides the thread from filtered listings). Reads that write only housekeeping (a TTL
 # refreshed, a stale entry swept) are not waited for, nor is the registry of indexed keys
 # (a put whose saver finds its keys missing registers them again): losing those loses nothing.
+# The registry of live threads is waited for: a forget a failover lost would make a deleted
+# thread read as one evicted whole (its "due" reads are waited for too, as the script's name
+# is what decides; they come only where a read found no key of its thread).
 WAITED_SCRIPTS = frozenset(
     {
         "put_checkpoint",
@@ -38,6 +41,7 @@ WAITED_SCRIPTS = frozenset(
         "set_thread_ttl",
         "enter_thread_list",
         "reindex_thread",
+        "thread_deadlines",
     }
 )
 # how often a waited pipeline's failed calls go again (a script reloaded, a slot map read

@@ -40,6 +40,7 @@ SCRIPT_NAMES = (
     "enter_thread_list",
     "sweep_thread_list",
     "thread_list_registry",
+    "thread_deadlines",
     "thread_lists",
     "thread_states",
     "run_threads",

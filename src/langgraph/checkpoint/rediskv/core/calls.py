@@ -335,6 +335,11 @@ def sweep_thread_list(threads_with: str, *, mode: str, operands: Sequence[Arg]) 
     return ScriptCall("sweep_thread_list", (threads_with,), (mode, *operands))
 
 
+def thread_deadlines(live_threads: str, *, mode: str, operands: Sequence[Arg]) -> ScriptCall:
+    """thread_deadlines.lua: note threads' deadlines, forget threads, or ask whether one is due."""
+    return ScriptCall("thread_deadlines", (live_threads,), (mode, *operands))
+
+
 def thread_list_registry(registry: str, *, mode: str, operands: Sequence[Arg]) -> ScriptCall:
     """thread_list_registry.lua: enter lists a write-ahead wrote into, or record a sweep."""
     return ScriptCall("thread_list_registry", (registry,), (mode, *operands))

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import CopyInterruptedError, ServerFullError
 from ..keys import encode_part
-from . import calls, cluster_lists, discovery
+from . import calls, cluster_lists, deadlines, discovery
 from .requests import Arg, Batch, Op, ScriptCall
 from .state import CoreState
 
@@ -125,11 +125,16 @@ def prune(core: CoreState, thread_ids: Sequence[str], strategy: str = "keep_late
 
 
 def _delete_threads(core: CoreState, thread_ids: list[str]) -> Op[None]:
+    tags = [core.keys.tag(t) for t in thread_ids]
+    # out of the registry of live threads before (so that no failure midway leaves a deleted
+    # thread due) and after (a put meanwhile may have noted it again)
+    yield from deadlines.forget(core, tags)
     delete = run_jobs(core, (job_call(core, calls.delete_thread, t) for t in thread_ids))
     if core.cluster_lists:  # their entries in the lists go after them
         yield from cluster_lists.forget_threads(core, thread_ids, delete)
     else:
         yield from delete
+    yield from deadlines.forget(core, tags)
 
 
 def delete_for_runs(core: CoreState, run_ids: Sequence[str]) -> Op[None]:
@@ -164,10 +169,14 @@ def delete_for_runs(core: CoreState, run_ids: Sequence[str]) -> Op[None]:
         for start in range(0, len(staged), core.limits.batch_size):
             yield Batch(staged[start : start + core.limits.batch_size])
     last = chunks[-1]
+    # a thread may lose every checkpoint: out of the registry of live threads, as a delete
+    tags = [core.keys.tag(t) for t in thread_ids]
+    yield from deadlines.forget(core, tags)
     yield from run_jobs(
         core,
         (job_call(core, calls.delete_for_runs, t, token=token, run_ids=last) for t in thread_ids),
     )
+    yield from deadlines.forget(core, tags)
 
 
 def set_thread_ttl(core: CoreState, thread_id: str, seconds: int | None) -> Op[None]:
@@ -187,7 +196,11 @@ def set_thread_ttl(core: CoreState, thread_id: str, seconds: int | None) -> Op[N
         seconds=value,
         budget=core.limits.reap_step,
     )
+    # the thread's keys may now expire before the deadline noted for it: out of the registry
+    # of live threads (the next put notes the new one)
+    yield from deadlines.forget(core, [tag])
     yield from run_jobs(core, [(tag, call)])
+    yield from deadlines.forget(core, [tag])
 
 
 def copy_thread(core: CoreState, source_thread_id: str, target_thread_id: str) -> Op[None]:

@@ -43,9 +43,12 @@ def list_call(
     before: Arg,
     page: int,
     filter_args: Sequence[Arg],
+    untraced: bool = False,
 ) -> ScriptCall:
     """list_checkpoints on one namespace (a str), on the encoded namespaces given (a
-    sequence: a chunk of a thread with many), or on every namespace (None)."""
+    sequence: a chunk of a thread with many), or on every namespace (None). ``untraced``: the
+    reply is 0 when no key of the thread is left (the first page of a list() of one thread,
+    see .deadlines)."""
     tag = core.keys.tag(thread_id)
     chunk: tuple[str, ...] = ()
     if ns is None:
@@ -58,7 +61,7 @@ def list_call(
         core.keys.thread(tag),
         prefix=core.keys.prefix,
         tag=tag,
-        mode=mode,
+        mode=mode + "u" if untraced and mode != "2" else mode,
         namespace=named,
         only_id=only_id,
         before=before,

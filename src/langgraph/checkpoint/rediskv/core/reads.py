@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 from ..errors import EVICTION_FIX, CheckpointLostError
 from ..keys import encode_part, metadata_index_suffix
 from ..replies import NAMESPACES
-from . import calls, cluster_lists, listing, paging
+from . import calls, cluster_lists, deadlines, listing, paging
 from .merge import StreamMerge
 from .requests import Arg, Op, ScriptCall, Stream
 from .rules import UNSELECTIVE, indexable, thread_id_of, thread_indexed
@@ -37,16 +37,19 @@ def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | N
     held_args: list[Arg] = [len(held)]
     for ref, base in held.items():
         held_args += [ref, base.mark]
+    call = calls.get_tuple(
+        core.keys.index(tag, ns),
+        prefix=core.keys.prefix,
+        tag=tag,
+        namespace=ns_enc,
+        checkpoint_id=get_checkpoint_id(config) or "",
+        read_ttl=core.read_ttl_seconds,
+        held=held_args,
+    )
     try:
-        record = yield calls.get_tuple(
-            core.keys.index(tag, ns),
-            prefix=core.keys.prefix,
-            tag=tag,
-            namespace=ns_enc,
-            checkpoint_id=get_checkpoint_id(config) or "",
-            read_ttl=core.read_ttl_seconds,
-            held=held_args,
-        )
+        record = yield call
+        if record == 0:  # no key of the thread is left: new, expired, or evicted whole
+            record = yield from deadlines.confirm_untraced(core, thread_id, tag, lambda: call)
     except CheckpointLostError as lost:
         # (only where the read already failed: the hot path is unchanged)
         if core.on_lost_checkpoint != "fall_back" or lost.what not in FALLS_BACK:
@@ -152,10 +155,18 @@ def list_checkpoints(
     ns = config["configurable"].get("checkpoint_ns")
     only_id = get_checkpoint_id(config) or ""
 
-    def call(before: Arg, page: int) -> ScriptCall:
-        return paging.list_call(core, thread_id, ns, only_id, before, page, filter_args)
+    def call(before: Arg, page: int, untraced: bool = False) -> ScriptCall:
+        return paging.list_call(core, thread_id, ns, only_id, before, page, filter_args, untraced)
 
-    first = yield call(before_id, paging.page_size(core.limits, limit))
+    def first_call() -> ScriptCall:
+        return call(before_id, paging.page_size(core.limits, limit), True)
+
+    first = yield first_call()
+    if first == 0:  # no key of the thread is left: new, expired, or evicted whole
+        tag = core.keys.tag(thread_id)
+        first = yield from deadlines.confirm_untraced(core, thread_id, tag, first_call)
+        if first is None:
+            return
     if first and first[0] == NAMESPACES:  # too many to merge in one call
         streams = paging.namespace_streams(core.limits, thread_id, first[1:])
         yield from StreamMerge(core, streams, filter_args, before_id, limit).run()

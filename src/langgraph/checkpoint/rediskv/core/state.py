@@ -47,6 +47,37 @@ class ListCache:
         self.threads.pop(tag, None)
 
 
+# a thread is noted again in the registry of live threads once the deadline a put replies
+# grew by this fraction of the ttl (see .deadlines; 1/16: with a 1 h ttl, a busy thread is
+# noted about every 4 minutes)
+NOTE_EVERY = 16
+# threads whose noted deadline a saver remembers (most recently noted)
+NOTED_CACHE_SIZE = 10_000
+
+
+@dataclass
+class NotedDeadlines:
+    """The deadline this saver last noted per thread tag (a hint: the registry's ZADD GT has
+    the last word)."""
+
+    threads: OrderedDict[str, int] = field(default_factory=OrderedDict)
+
+    def due_for_note(self, tag: str, deadline: int, now: float) -> bool:
+        noted = self.threads.get(tag)
+        if noted is None:
+            return True
+        return deadline - noted >= max(1.0, (deadline - now) / NOTE_EVERY)
+
+    def noted(self, tag: str, deadline: int) -> None:
+        self.threads[tag] = deadline
+        self.threads.move_to_end(tag)
+        while len(self.threads) > NOTED_CACHE_SIZE:
+            self.threads.popitem(last=False)
+
+    def drop(self, tag: str) -> None:
+        self.threads.pop(tag, None)
+
+
 @dataclass(frozen=True, slots=True)
 class CoreState:
     """Key building, settings, codec and limits of one saver."""
@@ -63,6 +94,9 @@ class CoreState:
     cluster_lists: bool = False
     # what this saver wrote of the threads' list entries (mutable on purpose: a cache)
     list_cache: ListCache = dataclasses.field(default_factory=ListCache)
+    # the deadline this saver last noted per thread in the registry of live threads (mutable
+    # on purpose: a cache; see .deadlines)
+    noted_deadlines: NotedDeadlines = dataclasses.field(default_factory=NotedDeadlines)
     # set once the indexed keys are in the registry (mutable on purpose: a per-saver cache)
     registered: list[bool] = dataclasses.field(default_factory=list)
     # set once the prefix's stored format has been checked (see ..storeformat; mutable on

@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import (
 from ..compression import Base
 from ..keys import blob_ref, decode_part, encode_part, pack_fields
 from ..replies import REAPING
-from . import calls, cluster_lists, jobs
+from . import calls, cluster_lists, deadlines, jobs
 from .codec import INLINE_MARK
 from .indexes import register_metadata_index
 from .requests import Arg, Op, ScriptCall
@@ -145,7 +145,8 @@ def put(
         needs = cluster_lists.needs_of(canonical_values, run, score)
         yield from cluster_lists.before_put(core, tag, needs, ahead)
     what = f"put of checkpoint {checkpoint_id!r}"
-    yield from retry(core, thread_id, what, call, resend, ahead)
+    deadline = yield from retry(core, thread_id, what, call, resend, ahead)
+    yield from deadlines.note_put(core, tag, deadline)
     return config_of(thread_id, ns, checkpoint_id)
 
 

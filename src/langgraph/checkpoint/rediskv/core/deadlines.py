@@ -1,0 +1,75 @@
+"""The registry of live threads (``P:alive``, lua/thread_deadlines.lua): what tells a thread
+the server evicted whole from one that never existed or expired.
+
+Eviction (a ``volatile-*`` policy with a ttl, any ``allkeys-*`` one) can take every key under a
+thread's hash tag, and then nothing in its slot says it existed: its next read would find a
+new thread, and its next turn would start it again over the lost conversation. So a put of
+the graph's own namespace with a ttl replies the deadline until which the thread's keys are
+due, and the saver notes it in the registry, outside the thread's slot and without an expiry
+(a ``volatile-*`` policy never evicts it). A read that finds no key of the thread asks the
+registry: a deadline not passed is a thread evicted whole (ThreadLostError).
+
+What it costs: one round trip on the first read of a new chat (the read found nothing), and
+one on a put each time the deadline a put replies has grown by 1/NOTE_EVERY of the ttl since
+this saver last noted the thread (a chat's first put, then about every ttl/16). Nothing without
+a ttl. What it leaves silent: a thread evicted whole within the last 1/16 of its ttl (its
+noted deadline lags the real one by that much at most, when only this saver writes it), and
+one read-only for longer (refresh_on_read renews the keys, not the registry).
+
+An operation of this saver that can leave a thread without its root or its graph's ledger
+before its noted deadline (a delete, delete_for_runs, set_thread_ttl) forgets the thread in
+the registry before and after it: a false alarm would be worse than the window until the
+next put notes it again (this saver's at once, another saver's within 1/16 of the ttl). A
+copy only adds to its target. Release 0.1.0, which knows no registry, leaves the ledger of
+the graph's namespace when it deletes a thread or shortens its ttl, and that ledger lives as
+long as any deadline noted (lua/include/ledger.lua's missing_root): such a thread reads as
+deleted, not lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import ThreadLostError
+from . import calls
+from .requests import Op, ScriptCall
+from .state import CoreState
+
+# forget() sends the tags in chunks of this many
+FORGET_CHUNK = 1000
+
+
+def note_put(core: CoreState, tag: str, deadline: int) -> Op[None]:
+    """After a put: note the deadline it replied (0: none, or not the graph's namespace)."""
+    noted = core.noted_deadlines
+    if not deadline or not noted.due_for_note(tag, deadline, time.time()):
+        return
+    yield calls.thread_deadlines(core.keys.live_threads(), mode="note", operands=(deadline, tag))
+    noted.noted(tag, deadline)
+
+
+def confirm_untraced(
+    core: CoreState, thread_id: str, tag: str, again: Callable[[], ScriptCall]
+) -> Op[Any]:
+    """A read found no key of the thread (its script replied 0). None when the registry does
+    not hold it as due (a new or expired thread); else the read sent again (another writer
+    may have started the thread meanwhile, and noted it) when it finds the thread; else
+    ThreadLostError."""
+    deadline = yield calls.thread_deadlines(core.keys.live_threads(), mode="due", operands=(tag,))
+    if deadline is None:
+        return None
+    reply = yield again()
+    if reply != 0:
+        return reply
+    raise ThreadLostError(thread_id, core.keys.thread(tag), int(deadline))
+
+
+def forget(core: CoreState, tags: Sequence[str]) -> Op[None]:
+    """Take threads out of the registry (and out of what this saver noted)."""
+    for tag in tags:
+        core.noted_deadlines.drop(tag)
+    for start in range(0, len(tags), FORGET_CHUNK):
+        chunk = tags[start : start + FORGET_CHUNK]
+        yield calls.thread_deadlines(core.keys.live_threads(), mode="forget", operands=chunk)

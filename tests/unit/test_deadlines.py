@@ -1,0 +1,110 @@
+"""The registry of live threads (core/deadlines.py, lua/thread_deadlines.lua) stepped with
+scripted replies: when a put notes its deadline, what a read that finds no key of its thread
+asks, and what the operations that empty a thread forget."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from langgraph.checkpoint.rediskv.core.state import NOTE_EVERY
+from langgraph.checkpoint.rediskv.errors import ThreadLostError
+from langgraph.checkpoint.rediskv.settings import TTLSettings
+from tests.unit.driver import Driver, SaverCore, call, make_core
+from tests.unit.helpers import checkpoint_id, config, make_checkpoint
+from tests.unit.test_reads import stored
+
+HOUR = 3600
+
+
+def put_replying(core: SaverCore, driver: Driver, deadline: int, n: int, notes: bool) -> None:
+    """A put of checkpoint n of thread t1 whose script replies ``deadline``; ``notes``: the
+    saver then notes it in the registry."""
+    driver.expect(call("put_checkpoint", deadline))
+    if notes:
+        driver.expect(call("thread_deadlines", 0))
+    checkpoint = make_checkpoint(n, {"a": n}, {"a": str(n)})
+    driver.run(core.put(config("t1"), checkpoint, {}, {"a": str(n)}))
+
+
+def test_a_put_notes_its_deadline_once_per_sixteenth_of_the_ttl() -> None:
+    core = make_core(ttl=TTLSettings(HOUR))
+    core.registered.append(True)
+    now = int(time.time())
+    step = HOUR // NOTE_EVERY
+    driver = Driver(core)
+    put_replying(core, driver, 0, 1, False)  # (no deadline: no ttl, or a subgraph's put)
+    put_replying(core, driver, now + HOUR, 2, True)
+    put_replying(core, driver, now + HOUR + step - 1, 3, False)  # (grew by less than 1/16)
+    put_replying(core, driver, now + HOUR + 2 * step, 4, True)
+    driver.done()
+    notes = driver.calls("thread_deadlines")
+    assert [(r.keys, tuple(r.args)) for r in notes] == [
+        (("unit:alive",), ("note", now + HOUR, "{t1}")),
+        (("unit:alive",), ("note", now + HOUR + 2 * step, "{t1}")),
+    ]
+
+
+def test_a_read_that_finds_no_key_asks_the_registry_and_reads_new_when_not_due() -> None:
+    core = make_core()
+    driver = Driver(core).expect(call("get_tuple", 0), call("thread_deadlines", None))
+    assert driver.run(core.get_tuple(config("t1"))) is None
+    driver.done()
+    (ask,) = driver.calls("thread_deadlines")
+    assert (ask.keys, tuple(ask.args)) == (("unit:alive",), ("due", "{t1}"))
+
+
+def test_a_read_of_a_due_thread_that_finds_no_key_twice_raises_thread_lost() -> None:
+    core = make_core()
+    deadline = int(time.time()) + HOUR
+    driver = Driver(core).expect(
+        call("get_tuple", 0), call("thread_deadlines", deadline), call("get_tuple", 0)
+    )
+    with pytest.raises(ThreadLostError) as lost:
+        driver.run(core.get_tuple(config("t1")))
+    driver.done()
+    assert (lost.value.thread_id, lost.value.what, lost.value.key, lost.value.deadline) == (
+        "t1",
+        "thread",
+        "unit:th:{t1}",
+        deadline,
+    )
+
+
+def test_a_read_that_races_a_writer_starting_the_thread_again_returns_its_checkpoint() -> None:
+    core = make_core()
+    record, _ = stored(core, 1, {"a": "x"}, {"a": "1"})
+    driver = Driver(core).expect(
+        call("get_tuple", 0),
+        call("thread_deadlines", int(time.time()) + HOUR),
+        call("get_tuple", record),
+    )
+    got = driver.run(core.get_tuple(config("t1")))
+    driver.done()
+    assert got is not None and got.checkpoint["id"] == checkpoint_id(1)
+
+
+def test_a_list_that_finds_no_key_asks_the_registry() -> None:
+    core = make_core()
+    deadline = int(time.time()) + HOUR
+    driver = Driver(core).expect(
+        call("list_checkpoints", 0), call("thread_deadlines", deadline), call("list_checkpoints", 0)
+    )
+    with pytest.raises(ThreadLostError):
+        driver.stream(core.list_checkpoints(config("t1")))
+    driver.done()
+    first, again = driver.calls("list_checkpoints")
+    assert first.args[2] == again.args[2] == "0u"
+
+
+def test_delete_forgets_the_thread_before_and_after() -> None:
+    core = make_core()
+    core.noted_deadlines.noted("{t1}", 123)
+    driver = Driver(core).expect(
+        call("thread_deadlines", 0), call("delete_thread", 0), call("thread_deadlines", 1)
+    )
+    driver.run(core.delete_thread("t1"))
+    driver.done()
+    assert [tuple(r.args) for r in driver.calls("thread_deadlines")] == [("forget", "{t1}")] * 2
+    assert core.noted_deadlines.threads == {}  # (the next put notes it again)
