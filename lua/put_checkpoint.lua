@@ -307,6 +307,13 @@ for _, name in ipairs(writes) do head[#head + 1] = pack_field(name, replaced[nam
 redis.call("SET", cp, table.concat(head))  -- (over a record put before, of either layout)
 expire(cp, ttl)
 local ledger_left = redis.call("PTTL", K.ledger(ns))
+local root_left = redis.call("PTTL", KEYS[1])
+if expiries_shortened(root_left, ledger_left) then
+  -- a writer that knows no ledger shortened the thread's expiries below its deadlines: the
+  -- ledger starts again from the records' real expiries (note_deadline's backfill)
+  redis.call("UNLINK", K.ledger(ns))
+  ledger_left = -2
+end
 -- (whether the index exists: asked once, for the ledger's check and for keep_alive below)
 local index_there = (ttl > 0 or ledger_left ~= -2) and redis.call("EXISTS", KEYS[2]) == 1
 if ledger_left ~= -2 and not index_there then
@@ -343,9 +350,8 @@ end
 local index_created = ttl == 0 or not index_there  -- (as is_new)
 redis.call("ZADD", KEYS[2], "0", id)
 keep_alive(KEYS[2], ttl, index_created)
-local root_created = is_new(KEYS[1], ttl)
 redis.call("SADD", KEYS[1], ns)
-keep_alive(KEYS[1], ttl, root_created)
+keep_alive(KEYS[1], ttl, root_left == -2, root_left)
 
 -- Index entries whose keys have expired are dropped a few at a time, so the indexes of a
 -- long-lived thread stay bounded at a constant cost per put. Entries die by expiry, so a put

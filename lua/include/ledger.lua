@@ -97,6 +97,23 @@ local function drop_entry(K, ns, id)
   end
 end
 
+-- Whether a writer that knows no ledger shortened the thread's expiries below the deadlines
+-- its ledger holds (release 0.1.0's set_thread_ttl, pin_thread or unpin_thread with a shorter
+-- ttl, also one that leaves the thread's setting as it was): this release keeps the root
+-- alive at least as long as each ledger key (a put or a renewal gives both the same ttl,
+-- expiries only grow, and its own set_thread_ttl drops the ledgers), while 0.1.0 gives the
+-- root its new expiry and leaves the ledger's. `root_left`, `ledger_left`: their PTTLs (ms);
+-- two seconds of grace cover renewals a second apart.
+local function expiries_shortened(root_left, ledger_left)
+  if root_left < 0 or ledger_left == -2 then return false end  -- (no expiry, or no key)
+  return ledger_left == -1 or root_left + 2000 < ledger_left
+end
+
+-- Whether the ledger of namespace N may be trusted at all (expiries_shortened: not).
+local function ledger_trusted(K, ns)
+  return not expiries_shortened(redis.call("PTTL", K.thread), redis.call("PTTL", K.ledger(ns)))
+end
+
 -- Whether an entry says its record should still be stored: written under the thread's
 -- present setting, and its deadline not passed ("0": never; a second of grace covers a
 -- script that set the expiry in one second and read the clock in the next). `now`:
@@ -114,6 +131,7 @@ end
 local function record_evicted(K, ns, id)
   local entry = redis.call("HGET", K.ledger(ns), id)
   return entry ~= false and entry_live(entry, ttl_setting(K), now_seconds())
+    and ledger_trusted(K, ns)
 end
 
 -- The entries of namespace N's ledger, { id, entry, id, entry, ... }: all of them up to
@@ -131,7 +149,7 @@ end
 -- record is still there counts (missing_root).
 local function ledger_live(K, ns, stored)
   local entries = ledger_entries(K, ns)
-  if #entries == 0 then return false end
+  if #entries == 0 or not ledger_trusted(K, ns) then return false end
   local setting, now = ttl_setting(K), now_seconds()
   for i = 2, #entries, 2 do
     if entry_live(entries[i], setting, now)

@@ -1,7 +1,7 @@
-"""Known defects of the deadline ledger (issue 31), found by a hostile review at stop 36:
-each test states what must hold and fails today (xfail, with the error it raises now), so
-that a fix shows as XPASS and the mark goes. Two need release 0.1.0 next to this one on a
-prefix with other ttl settings; one needs the thread's own ttl setting evicted."""
+"""Defects of the deadline ledger (issue 31) found by a hostile review at stop 36: each test
+states what must hold; those still open are xfail (with the error they raise now), so that a
+fix shows as XPASS and the mark goes. Two need release 0.1.0 next to this one on a prefix
+with other ttl settings (one fixed); one needs the thread's own ttl setting evicted."""
 
 from __future__ import annotations
 
@@ -17,15 +17,14 @@ from ..compat.previous import OldSaver, installed_release
 from ..integration.test_contract import cfg, chain, listed_ids, make_checkpoint
 
 
-@pytest.mark.xfail(
-    raises=CheckpointLostError, reason="issue 31: 0.1.0's unpin keeps the setting '-'"
-)
 def test_old_unpin_with_a_shorter_default_is_not_an_eviction(
     server_url: str, prefix: str, client: redis.Redis
 ) -> None:
     """0.1.0's unpin_thread (mode "default": DEL P:ttl, EXPIRE every key to ITS default)
     leaves the thread's setting "-" as it was, so the ledger's "-" entries, computed under
-    the new saver's longer default, stay trusted after the records legitimately expired."""
+    the new saver's longer default, stayed trusted after the records legitimately expired.
+    Fixed: the put finds the root's expiry shorter than the ledger's (include/ledger.lua's
+    expiries_shortened) and makes the ledger again from the records' real expiries."""
     installed_release()
     old = OldSaver(server_url, prefix, {"ttl": {"default_ttl": 0.05}})  # 3 s
     try:
@@ -37,6 +36,31 @@ def test_old_unpin_with_a_shorter_default_is_not_an_eviction(
             new.put(cfg("t", checkpoint_id=ids[-1]), checkpoint, {"step": 3}, {"n": version})
             time.sleep(4)  # the first three records expired (a put renewed root and index)
             assert listed_ids(new, cfg("t")) == [checkpoint["id"]]
+    finally:
+        old.close()
+
+
+def test_old_unpin_then_an_old_put_reads_as_expired_before_any_new_put(
+    server_url: str, prefix: str, client: redis.Redis
+) -> None:
+    """As above, but no put of this release comes after 0.1.0's: 0.1.0's put renews the root
+    and the index (3 s), not the ledger, and the records it shortened expire. A reader finds
+    the root's expiry shorter than the ledger's and trusts no entry: the records read as
+    expired, the thread as empty (its own put's record aside), never as evicted."""
+    installed_release()
+    keys = KeySchema(prefix)
+    tag = keys.tag("t")
+    old = OldSaver(server_url, prefix, {"ttl": {"default_ttl": 0.05}})  # 3 s
+    try:
+        with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 60}) as new:
+            chain(new, "t", [{"step": i} for i in range(3)])
+            old.call("unpin_thread", "t")  # every key of the thread: 3 s from now
+            for key in (keys.thread(tag), keys.index(tag, "")):
+                client.expire(key, 10)  # (what 0.1.0's next put does to them)
+            time.sleep(4)  # the three records expired, the root and the index did not
+            assert client.exists(keys.thread(tag)) == 1
+            assert listed_ids(new, cfg("t")) == []
+            assert new.get_tuple(cfg("t")) is None
     finally:
         old.close()
 
