@@ -103,7 +103,9 @@ def cfg(thread: str) -> Any:
     return {"configurable": {"thread_id": thread}}
 
 
-async def run_policy(policy: str, chats: int, turns: int, at_once: int, maxmemory: str) -> dict:
+async def run_policy(
+    policy: str, chats: int, turns: int, at_once: int, maxmemory: str, explain: bool = False
+) -> dict:
     rng = random.Random(31)
     with tempfile.TemporaryDirectory() as directory:
         process, url = start_server(directory, maxmemory, policy)
@@ -150,6 +152,10 @@ async def run_policy(policy: str, chats: int, turns: int, at_once: int, maxmemor
                         outcome[thread] = "wrong"
                 for kind in ("exact", "error", "empty", "older", "wrong"):
                     counts[kind] = list(outcome.values()).count(kind)
+                if explain:
+                    for thread, kind in outcome.items():
+                        if kind in ("empty", "older", "wrong"):
+                            describe(client, thread, kind, written[thread])
                 # the history of the exact ones (get_state_history): an older checkpoint
                 # that lost a value raises too
                 counts["history error"] = 0
@@ -170,6 +176,22 @@ async def run_policy(policy: str, chats: int, turns: int, at_once: int, maxmemor
         finally:
             process.kill()
             process.wait()
+
+
+def describe(client: redis.Redis, thread: str, kind: str, messages: list[str]) -> None:
+    """What is left of a chat that read silently wrong (--explain), on stderr."""
+    keys = sorted(k.decode() for k in client.scan_iter(match=f"ev:*{{{thread}}}*"))
+    print(f"{thread}: {kind}, {len(messages)} messages written; keys left:", file=sys.stderr)
+    for key in keys:
+        kind_of = client.type(key).decode()
+        detail = ""
+        if ":dl:" in key or ":idx:" in key:
+            detail = str(client.hgetall(key) if kind_of == "hash" else client.zrange(key, 0, -1))[
+                :600
+            ]
+        print(f"  {key} {kind_of} pttl={client.pttl(key)} {detail}", file=sys.stderr)
+    alive = client.zscore("ev:alive", f"{{{thread}}}")
+    print(f"  registry: {alive} (now {client.time()[0]})", file=sys.stderr)
 
 
 async def repaired(saver: AsyncRedisSaver, client: redis.Redis, problems: list[Any]) -> Any:
@@ -194,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=15)
     parser.add_argument("--at-once", type=int, default=20)
     parser.add_argument("--maxmemory", default="30mb")
+    parser.add_argument("--explain", action="store_true", help="what is left of a silent chat")
     args = parser.parse_args(argv)
     import langgraph.checkpoint.rediskv as package
 
@@ -205,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|" + "--:|" * len(columns))
     for policy in args.policies.split(","):
         counts = asyncio.run(
-            run_policy(policy, args.chats, args.turns, args.at_once, args.maxmemory)
+            run_policy(policy, args.chats, args.turns, args.at_once, args.maxmemory, args.explain)
         )
         print(f"| `{policy}` | " + " | ".join(str(counts[c]) for c in columns) + " |", flush=True)
     return 0
