@@ -8,12 +8,14 @@
 -- set or renewed, an entry removed with its index entry; the key expires with the index (its
 -- expiry only grows). Only a read that finds a record missing looks it up.
 --
--- The setting in each entry: a writer that changes a thread's setting without knowing the
--- ledger (release 0.1.0's set_thread_ttl, pin_thread or unpin_thread during a rolling
--- upgrade) can shorten expiries below the deadlines written before; a reader trusts an entry
--- only while the thread's setting is the one the entry names. This release's own
--- set_thread_ttl writes every record's deadline anew, under the new setting
--- (include/reap_ttl.lua).
+-- A writer that knows no ledger (release 0.1.0's set_thread_ttl, pin_thread or unpin_thread
+-- during a rolling upgrade) can shorten expiries below the deadlines written before: it gives
+-- the root the shorter expiry and leaves the ledger's, which this release never lets outlive
+-- the root, so a reader trusts no entry of a ledger that does (ledger_trusted), and the next
+-- put makes it again from the records' real expiries. This release's own set_thread_ttl
+-- writes every record's deadline anew (include/reap_ttl.lua). The setting each entry names is
+-- what it was computed under, kept for a reader of the ledger (doctor, tests); no read
+-- compares it any more.
 
 -- The server's clock in whole seconds (floored: a deadline never lies past the real expiry).
 local function now_seconds()
@@ -109,19 +111,23 @@ local function expiries_shortened(root_left, ledger_left)
   return ledger_left == -1 or root_left + 2000 < ledger_left
 end
 
--- Whether the ledger of namespace N may be trusted at all (expiries_shortened: not).
+-- Whether the ledger of namespace N may be trusted at all: not while a whole-thread job is
+-- pending (a ttl change in steps, maybe 0.1.0's, has given some keys their new expiry and not
+-- others yet), nor once expiries_shortened says so.
 local function ledger_trusted(K, ns)
+  if redis.call("EXISTS", K.gc) == 1 then return false end
   return not expiries_shortened(redis.call("PTTL", K.thread), redis.call("PTTL", K.ledger(ns)))
 end
 
--- Whether an entry says its record should still be stored: written under the thread's
--- present setting, and its deadline not passed ("0": never; a second of grace covers a
--- script that set the expiry in one second and read the clock in the next). `now`:
--- now_seconds(), read once by the caller.
-local function entry_live(entry, setting, now)
-  local deadline, written_under = string.match(entry, "^(%d+) (.*)$")
-  if not deadline or written_under ~= setting then return false end
-  return deadline == "0" or tonumber(deadline) > now + 1
+-- Whether an entry says its record should still be stored: its deadline not passed ("0":
+-- never; a second of grace covers a script that set the expiry in one second and read the
+-- clock in the next). `now`: now_seconds(), read once by the caller. (The setting an entry
+-- names is no longer compared with the thread's: the root's expiry tells a writer that knows
+-- no ledger shortening the thread, ledger_trusted, and an evicted P:ttl:{T} would otherwise
+-- make every entry untrusted, and the losses after it silent.)
+local function entry_live(entry, now)
+  local deadline = string.match(entry, "^(%d+) ")
+  return deadline ~= nil and (deadline == "0" or tonumber(deadline) > now + 1)
 end
 
 -- Whether checkpoint N:I, whose record is missing while its index entry is there, was
@@ -130,8 +136,7 @@ end
 -- expired, as before.
 local function record_evicted(K, ns, id)
   local entry = redis.call("HGET", K.ledger(ns), id)
-  return entry ~= false and entry_live(entry, ttl_setting(K), now_seconds())
-    and ledger_trusted(K, ns)
+  return entry ~= false and entry_live(entry, now_seconds()) and ledger_trusted(K, ns)
 end
 
 -- The entries of namespace N's ledger, { id, entry, id, entry, ... }: all of them up to
@@ -150,9 +155,9 @@ end
 local function ledger_live(K, ns, stored)
   local entries = ledger_entries(K, ns)
   if #entries == 0 or not ledger_trusted(K, ns) then return false end
-  local setting, now = ttl_setting(K), now_seconds()
+  local now = now_seconds()
   for i = 2, #entries, 2 do
-    if entry_live(entries[i], setting, now)
+    if entry_live(entries[i], now)
         and (not stored or redis.call("EXISTS", K.checkpoint(ns, entries[i - 1])) == 1) then
       return true
     end
@@ -194,11 +199,11 @@ local function reindex_from_ledger(K, ns, index)
   local key = K.ledger(ns)
   if redis.call("HLEN", key) > LEDGER_BACKFILL then return end
   local entries = redis.call("HGETALL", key)
-  local setting, now = ttl_setting(K), now_seconds()
+  local now = now_seconds()
   for i = 1, #entries, 2 do
     local id = entries[i]
     local stored = redis.call("EXISTS", K.checkpoint(ns, id)) == 1
-    if stored or entry_live(entries[i + 1], setting, now) then
+    if stored or entry_live(entries[i + 1], now) then
       redis.call("ZADD", index, 0, id)
     else
       redis.call("HDEL", key, id)
