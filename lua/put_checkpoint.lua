@@ -307,12 +307,13 @@ for _, name in ipairs(writes) do head[#head + 1] = pack_field(name, replaced[nam
 redis.call("SET", cp, table.concat(head))  -- (over a record put before, of either layout)
 expire(cp, ttl)
 local ledger_left = redis.call("PTTL", K.ledger(ns))
+local stale_ledger_left = nil  -- (the PTTL of a ledger the put makes anew)
 local root_left = redis.call("PTTL", KEYS[1])
 if expiries_shortened(root_left, ledger_left) then
   -- a writer that knows no ledger shortened the thread's expiries below its deadlines: the
   -- ledger starts again from the records' real expiries (note_deadline's backfill)
   redis.call("UNLINK", K.ledger(ns))
-  ledger_left = -2
+  stale_ledger_left, ledger_left = ledger_left, -2
 end
 -- (whether the index exists: asked once, for the ledger's check and for keep_alive below)
 local index_there = (ttl > 0 or ledger_left ~= -2) and redis.call("EXISTS", KEYS[2]) == 1
@@ -326,13 +327,19 @@ if ledger_left ~= -2 and not index_there then
     end
   else
     -- a namespace the root does not name starts anew: what its ledger says is of a thread
-    -- deleted by a release that knows no ledger (0.1.0), or evicted whole
+    -- deleted by a release that knows no ledger (0.1.0), or evicted whole, or expired (the
+    -- graph's namespace's ledger then stayed, include/ledger.lua's drop_entry)
     redis.call("UNLINK", K.ledger(ns))
-    ledger_left = -2
+    stale_ledger_left, ledger_left = ledger_left, -2
   end
 end
 -- so that a reader tells its eviction from its expiry
 local deadline = note_deadline(K, ns, id, ttl, ledger_left, ttl_setting_now)
+if stale_ledger_left and stale_ledger_left > 0 and ns == "" then
+  -- the new ledger lives at least as long as the one it replaces: the registry of live
+  -- threads may hold a deadline that one kept (missing_root)
+  keep_alive(K.ledger(ns), math.ceil(stale_ledger_left / 1000), false)
+end
 if ttl > 0 then
   -- its pending writes (kept when a record is put again, or stored before it) expire with
   -- it: they belong to this checkpoint alone, and must not outlive it

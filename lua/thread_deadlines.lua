@@ -7,38 +7,73 @@
 
   KEYS[1]  P:alive          the registry (ZSET: hash tag {T} -> the unix second until which
                             the thread's keys are due: what a put of its graph's own
-                            namespace replied, never later than any key the put kept alive)
+                            namespace replied, never later than any key the put kept alive;
+                            or, for FORGET_HOLD seconds after a delete or a ttl change forgot
+                            the thread, minus the second that hold ends)
 
-  ARGV[1]  "note", then pairs (deadline, {T}): a put's deadlines (ZADD GT: expiries only
-           grow); then up to SWEEP entries whose deadline passed leave (bounded work: every
-           thread is noted before its deadline passes, so the sweep keeps up); reply the
-           number swept
-  ARGV[1]  "forget", then tags {T}: threads that a delete or another setting left without
-           a deadline to keep (ZREM); reply the number removed
-  ARGV[1]  "due", then one tag {T}: reply its deadline when it has not passed (by the
-           server's clock), else nil (an entry that passed leaves)
+  ARGV[1]  "note", then a deadline and a tag {T}: a put's deadline (the later one stays:
+           expiries only grow), unless the thread was forgotten less than FORGET_HOLD
+           seconds ago (a put that raced the delete would note a thread that is gone); then
+           up to SWEEP entries whose deadline or hold passed leave (bounded work: every thread
+           is noted before its deadline passes, so the sweep keeps up); reply 1 when the
+           registry holds the deadline (or a later one), 0 when the hold refused it
+  ARGV[1]  "forget", then tags {T}: threads that another ttl setting, or a delete_for_runs
+           that may have emptied them, left without a deadline to keep (ZREM); reply the
+           number removed
+  ARGV[1]  "deleted", then tags {T}: threads just deleted, forgotten and held as above; then
+           up to SWEEP passed entries leave, as after a note; reply the number of tags
+  ARGV[1]  "set", then seconds and a tag {T}: the thread's deadline is that many seconds from
+           the server's clock, whatever it was (a ttl job gave every key of the thread its new
+           expiry; the client takes off the time the job took); reply 1
+  ARGV[1]  "due", then one tag {T}: reply its deadline when it is more than GRACE seconds
+           ahead of the server's clock, else nil (an entry that passed leaves)
   ARGV[2..] what follows the mode, as above
   Counts: KEYS 1; ARGV 2..
   Built by: core/calls.py thread_deadlines()
 ]]
 -- requires:
 
+-- seconds a forgotten thread refuses notes: a put's note that comes after a delete
+local FORGET_HOLD = 60
 local SWEEP = 16
+-- seconds of grace of "due": on a cluster the thread's node and the registry's node each have
+-- a clock of their own
+local GRACE = 2
 
 local now = tonumber(redis.call("TIME")[1])
 local mode = ARGV[1]
-if mode == "note" then
-  for first = 2, #ARGV, 4000 do  -- (unpack() fails beyond about 8,000 values)
-    redis.call("ZADD", KEYS[1], "GT", unpack(ARGV, first, math.min(first + 3999, #ARGV)))
-  end
-  local passed = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", "(" .. now, "LIMIT", 0, SWEEP)
+
+-- Up to SWEEP entries whose deadline, or hold, passed leave.
+local function sweep()
+  local passed = redis.call("ZRANGEBYSCORE", KEYS[1], "(" .. -now, "(" .. now, "LIMIT", 0, SWEEP)
   if #passed > 0 then redis.call("ZREM", KEYS[1], unpack(passed)) end
-  return #passed
+end
+if mode == "note" then
+  local deadline, tag = tonumber(ARGV[2]), ARGV[3]
+  local score = tonumber(redis.call("ZSCORE", KEYS[1], tag))
+  local held = score ~= nil and score < -now
+  if not held and (score == nil or deadline > score) then
+    redis.call("ZADD", KEYS[1], deadline, tag)
+  end
+  sweep()
+  return held and 0 or 1
+elseif mode == "set" then
+  redis.call("ZADD", KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+  return 1
 elseif mode == "forget" then
   return redis.call("ZREM", KEYS[1], unpack(ARGV, 2))
+elseif mode == "deleted" then
+  local hold = {}
+  for i = 2, #ARGV do
+    hold[#hold + 1] = -(now + FORGET_HOLD)
+    hold[#hold + 1] = ARGV[i]
+  end
+  redis.call("ZADD", KEYS[1], unpack(hold))
+  sweep()
+  return #ARGV - 1
 end
 local deadline = tonumber(redis.call("ZSCORE", KEYS[1], ARGV[2]))
 if not deadline then return nil end
-if deadline > now then return deadline end
-redis.call("ZREM", KEYS[1], ARGV[2])
+if deadline > now + GRACE then return deadline end
+if deadline > 0 and deadline <= now then redis.call("ZREM", KEYS[1], ARGV[2]) end
 return nil

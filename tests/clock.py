@@ -58,8 +58,9 @@ def advance_time(client: redis.Redis, prefix: str, seconds: float) -> int:
         if aged:
             client.hset(key, mapping=aged)
     live_threads = f"{prefix}:alive"
+    # (a negative score is a forgotten thread's hold, minus the second it ends)
     noted = client.zrange(live_threads, 0, -1, withscores=True)
-    aged_deadlines = {tag: deadline - step for tag, deadline in noted}
+    aged_deadlines = {tag: score - step if score > 0 else score + step for tag, score in noted}
     if aged_deadlines:
         client.zadd(live_threads, aged_deadlines)
     return unlinked

@@ -1,4 +1,4 @@
--- requires: refs, record, indexes
+-- requires: refs, record, indexes, ledger
 -- Removing checkpoints.
 
 -- Remove one checkpoint with its writes and every index entry that points at it. Adds the
@@ -16,7 +16,7 @@ local function drop_checkpoint(K, ns, id, refs)
   redis.call("UNLINK", cp, K.writes(ns, id))
   redis.call("SREM", K.writes_index(ns), id)
   redis.call("ZREM", K.index(ns), id)
-  redis.call("HDEL", K.ledger(ns), id)
+  drop_entry(K, ns, id)
   return true
 end
 
@@ -31,14 +31,15 @@ local function gc_blobs(K, ns, candidates)
 end
 
 -- Forget a namespace in the thread index once it holds neither checkpoints nor writes.
--- `expired`: a reader found its last entries expired (not a delete or a prune).
-local function forget_empty_namespace(K, ns, expired)
+-- `keep_ledger`: its last entries expired, or went with runs deleted (not with the thread):
+-- the graph's namespace's ledger stays while it expires (include/ledger.lua's drop_entry).
+local function forget_empty_namespace(K, ns, keep_ledger)
   if redis.call("EXISTS", K.index(ns), K.writes_index(ns)) == 0 then
     redis.call("SREM", K.thread, ns)
     -- (entries of no checkpoint left; but the graph's namespace's ledger, when its entries
     -- expired and it expires, stays as long as the thread's deadline in the registry of
     -- live threads: include/ledger.lua's drop_entry)
-    if not (expired and ns == "" and redis.call("PTTL", K.ledger(ns)) > 0) then
+    if not (keep_ledger and ns == "" and redis.call("PTTL", K.ledger(ns)) > 0) then
       redis.call("UNLINK", K.ledger(ns))
     end
     -- no checkpoint is left to reference its loose blobs: they go with it

@@ -83,12 +83,13 @@ local function keep_record_alive(K, ns, id, ttl, left)
   end
 end
 
--- Drop the entry of checkpoint N:I, whose record expired. The ledger of the graph's own
--- namespace, while it expires, keeps its last entry as a tombstone (deadline 1: passed)
--- rather than go with it: it lives as long as any deadline the registry of live threads holds
--- for the thread, so a thread whose records expired before that (a writer that knows no
--- ledger shortened their expiry: 0.1.0's set_thread_ttl) reads as expired, not as evicted
--- whole (missing_root). drop.lua's forget_empty_namespace leaves such a ledger too.
+-- Drop the entry of checkpoint N:I, whose record expired or was dropped (prune, keep_last,
+-- delete_for_runs). The ledger of the graph's own namespace, while it expires, keeps its last
+-- entry as a tombstone (deadline 1: passed) rather than go with it: it lives as long as any
+-- deadline the registry of live threads holds for the thread, so a thread emptied before
+-- that (delete_for_runs; or a writer that knows no ledger shortened its expiries: 0.1.0's
+-- set_thread_ttl) reads as new, not as evicted whole (missing_root). drop.lua's
+-- forget_empty_namespace leaves such a ledger too.
 local function drop_entry(K, ns, id)
   local key = K.ledger(ns)
   if ns == "" and redis.call("HLEN", key) == 1 and redis.call("HEXISTS", key, id) == 1
@@ -175,12 +176,14 @@ end
 -- expired, or was evicted whole; only the registry of live threads, outside the thread's slot
 -- (thread_deadlines.lua), tells them apart, and the client asks it. That ledger lives as long
 -- as any deadline the registry holds (a put of the namespace notes both), so a thread that
--- 0.1.0 deleted or shortened is never untraced while the registry says it is due. One EXISTS
+-- 0.1.0 deleted or shortened is never untraced while the registry says it is due; so does
+-- the thread's own ttl setting, which a ttl change notes (a thread with no checkpoint yet
+-- may get one). One EXISTS
 -- where the thread never existed (the first read of every new chat).
 local function missing_root(K, ns)
   local index, writes_index = K.index(ns), K.writes_index(ns)
   if redis.call("EXISTS", index, writes_index, K.runs, K.values, K.ledger(ns), K.ledger(""),
-      K.gc) == 0 then
+      K.gc, K.ttl) == 0 then
     return "untraced"
   end
   if redis.call("EXISTS", K.gc) == 1 then return false end

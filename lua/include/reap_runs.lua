@@ -106,7 +106,7 @@ local function reap_runs(K, prefix, tag, G, budget)
       used = used + 8
     end
     if #ids < 200 then
-      forget_empty_namespace(K, ns)
+      forget_empty_namespace(K, ns, true)  -- (the registry may hold the thread due)
       redis.call("UNLINK", live)
       redis.call("SREM", G.part("ns"), ns)
     end

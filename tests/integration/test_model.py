@@ -226,6 +226,8 @@ class Thread:
     # and may while now < noted_until (lua/thread_deadlines.lua)
     due_until: float = -INF
     noted_until: float = -INF
+    # a delete holds the thread in the registry a minute: notes are refused meanwhile
+    held_until: float = -INF
 
 
 picks = st.integers(min_value=0, max_value=50)
@@ -310,10 +312,18 @@ class SaverMachine(RuleBasedStateMachine):
         th.gone_after = -INF
         th.clean = True
         self.forgotten(th)
+        th.held_until = self.now + 60  # (of the server's clock, which virtual time only shortens)
 
     def forgotten(self, th: Thread) -> None:
         """The saver took the thread out of the registry of live threads."""
         th.due_until = th.noted_until = -INF
+
+    def ttl_set(self, th: Thread, seconds: int) -> None:
+        """A ttl change notes the thread's new deadline (less the time its job took and two
+        seconds; none when pinned)."""
+        if seconds > 0:
+            th.due_until = self.now + seconds - 10
+            th.noted_until = self.now + seconds + 2
 
     def noted(self, th: Thread, ttl: float, by_this_saver: bool) -> None:
         """A put of the graph's namespace with a finite ttl: the saver notes its deadline when
@@ -322,7 +332,7 @@ class SaverMachine(RuleBasedStateMachine):
         saver's note may lag by more (it knows of no such forget)."""
         if ttl == INF:
             return
-        if by_this_saver:
+        if by_this_saver and self.now >= th.held_until:
             th.due_until = max(th.due_until, self.now + ttl - ttl / 16 - 2)
         th.noted_until = max(th.noted_until, self.now + ttl + 2)
 
@@ -955,9 +965,6 @@ class SaverMachine(RuleBasedStateMachine):
     def delete_for_runs(self, runs: list[str]) -> None:
         self.saver.delete_for_runs(runs)
         for th in self.threads.values():
-            # (the threads it visits leave the registry of live threads: which ones depends on
-            # the run index, so the model no longer requires any to be due)
-            th.due_until = -INF
             for key, cp in list(th.cps.items()):
                 if cp.metadata.get("run_id") in runs:
                     del th.cps[key]
@@ -1156,6 +1163,7 @@ class SaverMachine(RuleBasedStateMachine):
         th = self.pick_thread(thread)
         self.saver.set_thread_ttl(th.id, minutes)
         self.forgotten(th)
+        self.ttl_set(th, int(minutes * 60))
         th.own = int(minutes * 60)
         th.clean = False
         self.renew_all(th, th.own)

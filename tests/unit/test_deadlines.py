@@ -23,7 +23,7 @@ def put_replying(core: SaverCore, driver: Driver, deadline: int, n: int, notes: 
     saver then notes it in the registry."""
     driver.expect(call("put_checkpoint", deadline))
     if notes:
-        driver.expect(call("thread_deadlines", 0))
+        driver.expect(call("thread_deadlines", 1))  # (taken)
     checkpoint = make_checkpoint(n, {"a": n}, {"a": str(n)})
     driver.run(core.put(config("t1"), checkpoint, {}, {"a": str(n)}))
 
@@ -102,9 +102,25 @@ def test_delete_forgets_the_thread_before_and_after() -> None:
     core = make_core()
     core.noted_deadlines.noted("{t1}", 123)
     driver = Driver(core).expect(
-        call("thread_deadlines", 0), call("delete_thread", 0), call("thread_deadlines", 1)
+        call("thread_deadlines", 1), call("delete_thread", 0), call("thread_deadlines", 1)
     )
     driver.run(core.delete_thread("t1"))
     driver.done()
-    assert [tuple(r.args) for r in driver.calls("thread_deadlines")] == [("forget", "{t1}")] * 2
+    assert [tuple(r.args) for r in driver.calls("thread_deadlines")] == [("deleted", "{t1}")] * 2
     assert core.noted_deadlines.threads == {}  # (the next put notes it again)
+
+
+def test_a_note_the_registry_refuses_is_sent_again_by_the_next_put() -> None:
+    """A note refused (the thread was deleted less than a minute ago, and the note may be of
+    a put that raced the delete) is not taken for noted."""
+    core = make_core(ttl=TTLSettings(HOUR))
+    core.registered.append(True)
+    now = int(time.time())
+    driver = Driver(core)
+    driver.expect(call("put_checkpoint", now + HOUR), call("thread_deadlines", 0))
+    checkpoint = make_checkpoint(1, {"a": 1}, {"a": "1"})
+    driver.run(core.put(config("t1"), checkpoint, {}, {"a": "1"}))
+    assert core.noted_deadlines.threads == {}
+    put_replying(core, driver, now + HOUR + 1, 2, True)
+    driver.done()
+    assert core.noted_deadlines.threads == {"{t1}": now + HOUR + 1}

@@ -28,6 +28,7 @@ deleted, not lost.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,8 +47,22 @@ def note_put(core: CoreState, tag: str, deadline: int) -> Op[None]:
     noted = core.noted_deadlines
     if not deadline or not noted.due_for_note(tag, deadline, time.time()):
         return
-    yield calls.thread_deadlines(core.keys.live_threads(), mode="note", operands=(deadline, tag))
-    noted.noted(tag, deadline)
+    taken = yield calls.thread_deadlines(
+        core.keys.live_threads(), mode="note", operands=(deadline, tag)
+    )
+    if taken:  # (else the thread was deleted a moment ago: its next put notes it)
+        noted.noted(tag, deadline)
+
+
+def note_set(core: CoreState, tag: str, seconds: int, took: float) -> Op[None]:
+    """After a ttl job gave every key of the thread ``seconds`` more (from when each key was
+    reached): its deadline, ``seconds`` from the server's clock less the time the job
+    ``took`` and two seconds, so never later than a key's expiry. (A thread given a longer
+    ttl to keep an idle conversation may see no put for a long time.)"""
+    core.noted_deadlines.drop(tag)
+    left = seconds - math.ceil(took) - 2
+    if left > 0:
+        yield calls.thread_deadlines(core.keys.live_threads(), mode="set", operands=(left, tag))
 
 
 def confirm_untraced(
@@ -66,10 +81,13 @@ def confirm_untraced(
     raise ThreadLostError(thread_id, core.keys.thread(tag), int(deadline))
 
 
-def forget(core: CoreState, tags: Sequence[str]) -> Op[None]:
-    """Take threads out of the registry (and out of what this saver noted)."""
+def forget(core: CoreState, tags: Sequence[str], deleted: bool = False) -> Op[None]:
+    """Take threads out of the registry (and out of what this saver noted). ``deleted``: the
+    threads are being deleted, and the registry refuses notes for them for a minute (a put
+    that raced the delete would note a thread that is gone)."""
     for tag in tags:
         core.noted_deadlines.drop(tag)
+    mode = "deleted" if deleted else "forget"
     for start in range(0, len(tags), FORGET_CHUNK):
         chunk = tags[start : start + FORGET_CHUNK]
-        yield calls.thread_deadlines(core.keys.live_threads(), mode="forget", operands=chunk)
+        yield calls.thread_deadlines(core.keys.live_threads(), mode=mode, operands=chunk)

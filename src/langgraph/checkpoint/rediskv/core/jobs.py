@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -128,13 +129,13 @@ def _delete_threads(core: CoreState, thread_ids: list[str]) -> Op[None]:
     tags = [core.keys.tag(t) for t in thread_ids]
     # out of the registry of live threads before (so that no failure midway leaves a deleted
     # thread due) and after (a put meanwhile may have noted it again)
-    yield from deadlines.forget(core, tags)
+    yield from deadlines.forget(core, tags, deleted=True)
     delete = run_jobs(core, (job_call(core, calls.delete_thread, t) for t in thread_ids))
     if core.cluster_lists:  # their entries in the lists go after them
         yield from cluster_lists.forget_threads(core, thread_ids, delete)
     else:
         yield from delete
-    yield from deadlines.forget(core, tags)
+    yield from deadlines.forget(core, tags, deleted=True)
 
 
 def delete_for_runs(core: CoreState, run_ids: Sequence[str]) -> Op[None]:
@@ -169,14 +170,12 @@ def delete_for_runs(core: CoreState, run_ids: Sequence[str]) -> Op[None]:
         for start in range(0, len(staged), core.limits.batch_size):
             yield Batch(staged[start : start + core.limits.batch_size])
     last = chunks[-1]
-    # a thread may lose every checkpoint: out of the registry of live threads, as a delete
-    tags = [core.keys.tag(t) for t in thread_ids]
-    yield from deadlines.forget(core, tags)
+    # (a thread it empties keeps its graph's ledger while that expires, so it reads as new,
+    # not as evicted whole: it stays in the registry of live threads, as those it leaves)
     yield from run_jobs(
         core,
         (job_call(core, calls.delete_for_runs, t, token=token, run_ids=last) for t in thread_ids),
     )
-    yield from deadlines.forget(core, tags)
 
 
 def set_thread_ttl(core: CoreState, thread_id: str, seconds: int | None) -> Op[None]:
@@ -197,10 +196,16 @@ def set_thread_ttl(core: CoreState, thread_id: str, seconds: int | None) -> Op[N
         budget=core.limits.reap_step,
     )
     # the thread's keys may now expire before the deadline noted for it: out of the registry
-    # of live threads (the next put notes the new one)
+    # of live threads meanwhile, then noted with its own new expiry (its P:ttl:{T} lives as
+    # long, so a thread without checkpoints never reads as lost: missing_root); pinned (no
+    # volatile-* policy evicts it) or back to the default: the next put notes it
     yield from deadlines.forget(core, [tag])
+    started = time.monotonic()
     yield from run_jobs(core, [(tag, call)])
-    yield from deadlines.forget(core, [tag])
+    if mode == "own" and value > 0:
+        yield from deadlines.note_set(core, tag, value, time.monotonic() - started)
+    else:
+        yield from deadlines.forget(core, [tag])
 
 
 def copy_thread(core: CoreState, source_thread_id: str, target_thread_id: str) -> Op[None]:

@@ -63,10 +63,14 @@ class NotedDeadlines:
     threads: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
     def due_for_note(self, tag: str, deadline: int, now: float) -> bool:
+        """Whether a put's deadline is to be noted: a thread not noted yet, or one whose
+        deadline moved by 1/NOTE_EVERY of the ttl since (down too: another saver may have
+        shortened its ttl, and forgotten it in the registry). ``now``: the client's clock."""
         noted = self.threads.get(tag)
         if noted is None:
             return True
-        return deadline - noted >= max(1.0, (deadline - now) / NOTE_EVERY)
+        self.threads.move_to_end(tag)  # (a busy thread stays known)
+        return abs(deadline - noted) >= max(1.0, (deadline - now) / NOTE_EVERY)
 
     def noted(self, tag: str, deadline: int) -> None:
         self.threads[tag] = deadline
