@@ -17,8 +17,8 @@
   Built by: core/calls.py get_tuple()
   Reply: nil when there is no such checkpoint (or its thread's root P:th:{T} is gone, or
   keep_last hid it); 0 when no key of the thread is left (include/ledger.lua's
-  missing_root: the client asks thread_deadlines.lua whether it was due); an error "LOST <key> <what>" when the thread lost a key it needs to the
-  server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)
+  missing_root: the client asks thread_deadlines.lua whether it was due); an error
+  "LOST <key> <what>" when the thread lost a key it needs to the server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)
     { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | nil, large }
   the record as stored (the client parses its large fields, md, ck and the pending writes,
   from byte `large` on), the values it references, and the writes of its writes hash. A

@@ -23,7 +23,8 @@
   Counts: KEYS 1; ARGV 9..
   Built by: core/calls.py list_checkpoints()
   Reply: 0 (modes "0u", "1u") when no key of the thread is left (include/ledger.lua's
-  missing_root: the client asks thread_deadlines.lua whether it was due); { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
+  missing_root: the client asks thread_deadlines.lua whether it was due);
+  { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
   { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page: every id above it has been examined;
   nil means there is nothing more. The namespaces are merged newest first (a heap of their

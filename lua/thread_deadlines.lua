@@ -8,18 +8,17 @@
   KEYS[1]  P:alive          the registry (ZSET: hash tag {T} -> the unix second until which
                             the thread's keys are due: what a put of its graph's own
                             namespace replied, never later than any key the put kept alive;
-                            or, for FORGET_HOLD seconds after a delete or a ttl change forgot
-                            the thread, minus the second that hold ends)
+                            or, for FORGET_HOLD seconds after a delete, minus the second that
+                            hold ends)
 
   ARGV[1]  "note", then a deadline and a tag {T}: a put's deadline (the later one stays:
-           expiries only grow), unless the thread was forgotten less than FORGET_HOLD
+           expiries only grow), unless the thread was deleted less than FORGET_HOLD
            seconds ago (a put that raced the delete would note a thread that is gone); then
            up to SWEEP entries whose deadline or hold passed leave (bounded work: every thread
            is noted before its deadline passes, so the sweep keeps up); reply 1 when the
            registry holds the deadline (or a later one), 0 when the hold refused it
-  ARGV[1]  "forget", then tags {T}: threads that another ttl setting, or a delete_for_runs
-           that may have emptied them, left without a deadline to keep (ZREM); reply the
-           number removed
+  ARGV[1]  "forget", then tags {T}: threads a ttl change left without a deadline to keep
+           (ZREM); reply the number removed
   ARGV[1]  "deleted", then tags {T}: threads just deleted, forgotten and held as above; then
            up to SWEEP passed entries leave, as after a note; reply the number of tags
   ARGV[1]  "set", then seconds and a tag {T}: the thread's deadline is that many seconds from

@@ -178,8 +178,8 @@ end
 -- as any deadline the registry holds (a put of the namespace notes both), so a thread that
 -- 0.1.0 deleted or shortened is never untraced while the registry says it is due; so does
 -- the thread's own ttl setting, which a ttl change notes (a thread with no checkpoint yet
--- may get one). One EXISTS
--- where the thread never existed (the first read of every new chat).
+-- may get one). One EXISTS where the thread never existed (the first read of every new
+-- chat).
 local function missing_root(K, ns)
   local index, writes_index = K.index(ns), K.writes_index(ns)
   if redis.call("EXISTS", index, writes_index, K.runs, K.values, K.ledger(ns), K.ledger(""),

@@ -9,21 +9,20 @@ due, and the saver notes it in the registry, outside the thread's slot and witho
 (a ``volatile-*`` policy never evicts it). A read that finds no key of the thread asks the
 registry: a deadline not passed is a thread evicted whole (ThreadLostError).
 
-What it costs: one round trip on the first read of a new chat (the read found nothing), and
-one on a put each time the deadline a put replies has grown by 1/NOTE_EVERY of the ttl since
-this saver last noted the thread (a chat's first put, then about every ttl/16). Nothing without
-a ttl. What it leaves silent: a thread evicted whole within the last 1/16 of its ttl (its
-noted deadline lags the real one by that much at most, when only this saver writes it), and
-one read-only for longer (refresh_on_read renews the keys, not the registry).
+What it costs: one round trip on the first read of a new chat (the read found nothing; also
+on a prefix without any ttl), and one on a put each time the deadline a put replies has moved
+by 1/NOTE_EVERY of the ttl since this saver last noted the thread (a chat's first put, then
+about every ttl/16). What it leaves silent: a thread evicted whole within the last 1/16 of its
+ttl (its noted deadline lags the real one by that much at most, when only this saver writes
+it), and one read-only for longer (refresh_on_read renews the keys, not the registry).
 
-An operation of this saver that can leave a thread without its root or its graph's ledger
-before its noted deadline (a delete, delete_for_runs, set_thread_ttl) forgets the thread in
-the registry before and after it: a false alarm would be worse than the window until the
-next put notes it again (this saver's at once, another saver's within 1/16 of the ttl). A
-copy only adds to its target. Release 0.1.0, which knows no registry, leaves the ledger of
-the graph's namespace when it deletes a thread or shortens its ttl, and that ledger lives as
-long as any deadline noted (lua/include/ledger.lua's missing_root): such a thread reads as
-deleted, not lost.
+No false alarm: the ledger of the thread's graph namespace outlives every deadline noted
+(lua/include/ledger.lua's missing_root), so a thread emptied by delete_for_runs, or deleted or
+shortened by release 0.1.0 (which knows no registry), reads as new. A delete (delete_thread,
+prune delete_all) takes the thread out before and after, and holds it a minute against a note
+of a put that raced it (forget(deleted=True)); set_thread_ttl takes it out, then notes the new
+deadline (note_set), or leaves it out when pinned or back to the default (the next put notes
+it).
 """
 
 from __future__ import annotations
