@@ -26,7 +26,7 @@ from typing import Any
 import cost  # benchmarks/cost.py: the conversation, the private server
 import redis
 
-import langgraph.checkpoint.rediskv.aio as aio_module
+import langgraph.checkpoint.rediskv.async_connection as connection_module
 from langgraph.checkpoint.rediskv import AsyncRedisSaver
 from langgraph.checkpoint.rediskv.scripts import SCRIPT_NAMES, assemble, lua_dir
 
@@ -68,7 +68,8 @@ async def run_calls(url: str, op_kind: str, turns: int, sources: dict[str, str])
     """Write a 30-turn conversation, then time the next `turns` turns' calls of one kind
     (get: the latest checkpoint, read as often as there are puts). Returns (calls, EVALSHA
     usec) for the timed calls."""
-    aio_module.script_sources = lambda: sources  # type: ignore[attr-defined]
+    # (the module that registers the scripts: patched there, the saver runs these sources)
+    connection_module.script_sources = lambda: sources  # type: ignore[attr-defined]
     # as scripts: the profiled sources are the scripts' (a function library would run the
     # unmarked code, and keeps what it builds between calls: see server_instructions.py)
     saver = AsyncRedisSaver(url, prefix="prof", functions=False)
