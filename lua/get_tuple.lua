@@ -4,6 +4,8 @@
   values and pending writes.
 
   KEYS[1]  P:idx:{T}:N      namespace index (ZSET of checkpoint ids)
+  KEYS[2]  P:alive          the registry of live threads (include/registry.lua), on a
+                            standalone server only: outside the thread's slot
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}   ARGV[3]  namespace N (encoded)
   ARGV[4]  checkpoint id (raw), "" for the latest
@@ -13,12 +15,15 @@
            then h pairs: ref, the mark the blob was stored with ("u:b:<mark>;",
            src/langgraph/checkpoint/rediskv/compression.py)
 
-  Counts: KEYS 1; ARGV 6+2n
+  Counts: KEYS 1..2; ARGV 6+2n
   Built by: core/calls.py get_tuple()
   Reply: nil when there is no such checkpoint (or its thread's root P:th:{T} is gone, or
-  keep_last hid it); 0 when no key of the thread is left (include/ledger.lua's
-  missing_root: the client asks thread_deadlines.lua whether it was due); an error
-  "LOST <key> <what>" when the thread lost a key it needs to the server's eviction (include/records.lua's lost()); else (include/records.lua's load_checkpoint)
+  keep_last hid it, or no key of the thread is left and the registry KEYS[2] does not hold
+  it as due: new or expired); 0 when no key of the thread is left and there is no KEYS[2]
+  (include/ledger.lua's missing_root: the client asks thread_deadlines.lua whether it was
+  due); an error "LOST <key> <what>" when the thread lost a key it needs to the server's
+  eviction (include/records.lua's lost()), "LOST P:th:{T} thread due <deadline>" when it lost
+  every key while the registry holds it as due; else (include/records.lua's load_checkpoint)
     { ns, id, record, {ref, value, ...}, {field, write, ...}, parent id | nil, large }
   the record as stored (the client parses its large fields, md, ck and the pending writes,
   from byte `large` on), the values it references, and the writes of its writes hash. A
@@ -35,7 +40,8 @@ local ns, id = ARGV[3], ARGV[4]
 if redis.call("EXISTS", K.thread) == 0 then
   local why = missing_root(K, ns)
   if why == "evicted" then return lost(K.thread, "thread root") end
-  return why == "untraced" and 0 or nil
+  if why == "untraced" then return untraced(K, KEYS[2], nil) end
+  return nil
 end
 local ttl = tonumber(ARGV[5])
 if ttl >= 0 then ttl = thread_ttl(K, ttl) else ttl = 0 end

@@ -3,6 +3,8 @@
   list_checkpoints: one page of a thread's checkpoints, newest first, filtered on the server.
 
   KEYS[1]  P:th:{T}         thread index (SET of namespaces), the thread's root
+  KEYS[2]  P:alive          the registry of live threads (include/registry.lua), with modes
+                            "0u" and "1u" on a standalone server only: outside the slot
 
   ARGV[1]  prefix P   ARGV[2]  hash tag {T}
   ARGV[3]  "0": the namespace in ARGV[4]; "1": every namespace of the thread, unless it has
@@ -20,10 +22,12 @@
   ARGV[9]  f, the number of metadata filter pairs, then f pairs: field "m:<key>", canonical JSON
   then (mode "2") the namespaces (encoded) to list
 
-  Counts: KEYS 1; ARGV 9..
+  Counts: KEYS 1..2; ARGV 9..
   Built by: core/calls.py list_checkpoints()
-  Reply: 0 (modes "0u", "1u") when no key of the thread is left (include/ledger.lua's
-  missing_root: the client asks thread_deadlines.lua whether it was due);
+  Reply: 0 (modes "0u", "1u" without KEYS[2]) when no key of the thread is left
+  (include/ledger.lua's missing_root: the client asks thread_deadlines.lua whether it was
+  due); with KEYS[2], an error "LOST P:th:{T} thread due <deadline>" when the registry
+  holds such a thread as due (include/records.lua's untraced), else an empty page;
   { "NAMESPACES", ns, ns, ... } (mode "1" on a thread with too many), or
   { cursor | nil, record, record, ... } where each record is laid out as in get_tuple.
   The cursor is the `before` to pass for the next page: every id above it has been examined;
@@ -42,14 +46,15 @@ local page, budget = tonumber(ARGV[7]), tonumber(ARGV[8])
 local ids_only = page < 0
 if ids_only then page = -page end
 local nfilter = tonumber(ARGV[9])
-local mode, untraced_reply = string.sub(ARGV[3], 1, 1), string.sub(ARGV[3], 2) == "u"
+local mode, first_page = string.sub(ARGV[3], 1, 1), string.sub(ARGV[3], 2) == "u"
 -- a thread exists while its root does: a delete hides it at once by moving the root away
 if redis.call("EXISTS", KEYS[1]) == 0 then
   -- a key the root leads to without the root, and no delete under way: the root was evicted
   local ns = mode == "0" and ARGV[4] or ""
   local why = mode ~= "2" and missing_root(K, ns)
   if why == "evicted" then return lost(KEYS[1], "thread root") end
-  return why == "untraced" and untraced_reply and 0 or { false }
+  if why == "untraced" and first_page then return untraced(K, KEYS[2], { false }) end
+  return { false }
 end
 
 local namespaces

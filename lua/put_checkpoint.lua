@@ -28,7 +28,10 @@
            include/indexes.lua; computed by the client)
   ARGV[14] "1" when a put without a ttl sweeps its indexes (the client picks one put in four at
            random), else "0"; a put with a ttl always does
-  ARGV[15] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
+  ARGV[15] the deadline the client noted last for the thread in the registry of live threads
+           (core/deadlines.py), 0 for none: the reply names the new one only when it moved by
+           NOTE_EVERY's share of the ttl since (on the server's clock: the client's may be off)
+  ARGV[16] m, the number of metadata filter fields, then m triples: field "m:<key>", canonical
            JSON, and the suffix of the global indexes the value may get, "<key>:<canonical>"
            encoded (keys.metadata_index_suffix), or "" for a value that gets none (null, or
            longer than MAX_INDEXED_VALUE): encoded by the client, a gsub per value less here
@@ -39,14 +42,14 @@
   (src/langgraph/checkpoint/rediskv/compression.py), or the SHA1 (hex) of all the stored
   bytes of a base written before marks
 
-  Counts: KEYS 3; ARGV 15..
+  Counts: KEYS 3; ARGV 16..
   Built by: core/calls.py put_checkpoint()
   Reply: when stored, the unix second until which the thread's keys are due (its new
   ledger entry's deadline) for a checkpoint of the graph's own namespace (N = "") put with a
-  ttl, else 0; "REAPING" when an earlier delete, prune or copy of the thread left
-  garbage to reap first (nothing written); or { ref, ... }: blobs the checkpoint references
-  that are neither in this call nor stored (expired, or removed by a concurrent prune), or
-  stored but without their base: nothing was written, and the client sends the call again
+  ttl, when the client is to note it (ARGV[15]), else 0; "REAPING" when an earlier delete,
+  prune or copy of the thread left garbage to reap first (nothing written); or { ref, ... }:
+  blobs the checkpoint references that are neither in this call nor stored (expired, or
+  removed by a concurrent prune), or stored but without their base: nothing was written, and the client sends the call again
   with those values included (a missing base: with the values compressed against it in full);
   or, on a cluster, { "INDEX", inc, S, score, ... } (include/lists.lua): lists that must hold
   the thread first; nothing was written but the thread's incarnation.
@@ -60,6 +63,8 @@
 
 -- A global metadata index of up to this many members is not swept by puts.
 local SWEPT_INDEX_SIZE = 64
+-- The client notes a thread's deadline again once it moved by 1/NOTE_EVERY of the ttl.
+local NOTE_EVERY = 16
 
 local prefix, tag, ns, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local K = keyspace(prefix, tag)
@@ -68,7 +73,7 @@ local cp = KEYS[3]
 
 -- the new blobs of this call, then a check that every other referenced blob is still there
 local keep = tonumber(ARGV[12])
-local i = 15
+local i = 16
 local m = tonumber(ARGV[i])
 local meta_first = i + 1
 i = i + 3 * m + 1
@@ -381,4 +386,11 @@ if keep > 0 then trim_history(K, ns, keep) end
 -- (the root, the index and the ledger live at least until the deadline: the client notes it
 -- in the registry of live threads, thread_deadlines.lua, and include/ledger.lua's
 -- missing_root relies on the graph's own namespace's ledger outliving it)
-return ns == "" and deadline or 0
+-- (on the server's clock, both sides of the comparison: a client's clock off by more than
+-- the ttl would note every put, or none)
+if ns ~= "" or deadline == 0 then return 0 end
+local noted = tonumber(ARGV[15])
+if noted == 0 or math.abs(deadline - noted) >= math.max(1, ttl / NOTE_EVERY) then
+  return deadline
+end
+return 0

@@ -24,20 +24,19 @@
   ARGV[1]  "set", then seconds and a tag {T}: the thread's deadline is that many seconds from
            the server's clock, whatever it was (a ttl job gave every key of the thread its new
            expiry; the client takes off the time the job took); reply 1
-  ARGV[1]  "due", then one tag {T}: reply its deadline when it is more than GRACE seconds
-           ahead of the server's clock, else nil (an entry that passed leaves)
+  ARGV[1]  "due", then one tag {T}: reply its deadline when it is more than REGISTRY_GRACE
+           seconds ahead of the server's clock, else nil (an entry that passed leaves;
+           include/registry.lua, which get_tuple.lua and list_checkpoints.lua ask on a
+           standalone server)
   ARGV[2..] what follows the mode, as above
   Counts: KEYS 1; ARGV 2..
   Built by: core/calls.py thread_deadlines()
 ]]
--- requires:
+-- requires: registry
 
 -- seconds a forgotten thread refuses notes: a put's note that comes after a delete
 local FORGET_HOLD = 60
 local SWEEP = 16
--- seconds of grace of "due": on a cluster the thread's node and the registry's node each have
--- a clock of their own
-local GRACE = 2
 
 local now = tonumber(redis.call("TIME")[1])
 local mode = ARGV[1]
@@ -71,8 +70,4 @@ elseif mode == "deleted" then
   sweep()
   return #ARGV - 1
 end
-local deadline = tonumber(redis.call("ZSCORE", KEYS[1], ARGV[2]))
-if not deadline then return nil end
-if deadline > now + GRACE then return deadline end
-if deadline > 0 and deadline <= now then redis.call("ZREM", KEYS[1], ARGV[2]) end
-return nil
+return registry_due(KEYS[1], ARGV[2], now)

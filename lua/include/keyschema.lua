@@ -37,6 +37,9 @@ local function keyspace(prefix, tag)
   -- garbage of an operation done in steps (delete, prune, copy) still to be reaped: while it
   -- exists, writers wait (they reply "REAPING" and the client reaps first)
   K.gc = prefix .. ":gc:" .. tag
+  -- the registry of live threads (thread_deadlines.lua): outside every thread's slot, so
+  -- only a script on a standalone server that the client declared it to touches it
+  K.live_threads = prefix .. ":alive"
   function K.index(ns) return prefix .. ":idx:" .. tag .. ":" .. ns end
   function K.writes_index(ns) return prefix .. ":wi:" .. tag .. ":" .. ns end
   -- the deadline ledger: raw checkpoint id -> when its record expires (include/ledger.lua)

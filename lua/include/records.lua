@@ -1,4 +1,4 @@
--- requires: replies, refs, expiry, record, indexes, ledger
+-- requires: replies, refs, expiry, record, indexes, ledger, registry
 -- Reading checkpoints back.
 
 -- The small fields of a record string that load_checkpoint reads (the small fields come
@@ -34,6 +34,20 @@ end
 -- for it. The client raises CheckpointLostError (transport_support.py's explain_response_error).
 local function lost(key, what)
   return redis.error_reply(LOST .. " " .. key .. " " .. what)
+end
+
+-- The reply of a read that found no key of the thread at all (include/ledger.lua's
+-- missing_root: "untraced"). On a standalone server the client declares the registry of live
+-- threads P:alive (`declared`: the script's KEYS[2]) and the script asks it at once: an error
+-- "LOST P:th:{T} thread due <deadline>" when it holds the thread as due (evicted whole),
+-- else `absent` (a new or expired thread). On a cluster it lives on another node, and
+-- KEYS[2], if any, is the thread's slot guard: 0, and the client asks the registry
+-- (core/deadlines.py), then reads again.
+local function untraced(K, declared, absent)
+  if declared ~= K.live_threads then return 0 end
+  local deadline = registry_due(declared, K.tag, now_seconds())
+  if deadline then return lost(K.thread, "thread due " .. string.format("%.0f", deadline)) end
+  return absent
 end
 
 -- Whether the thread's root names namespace `ns` while its index is gone by eviction: the

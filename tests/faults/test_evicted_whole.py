@@ -17,6 +17,7 @@ from langgraph.checkpoint.rediskv.errors import CheckpointLostError, ThreadLostE
 from langgraph.checkpoint.rediskv.keys import KeySchema
 
 from ..clock import advance_time
+from ..conftest import RoundTrips
 from ..integration.test_contract import cfg, chain, listed_ids
 
 HOUR = {"default_ttl": 60}
@@ -81,6 +82,29 @@ def test_a_thread_evicted_whole_raises_thread_lost_on_every_read(
         advance_time(client, prefix, 61)  # (the hold passes; the thread's keys live on)
         chain(saver, "t", [{"step": 1}])
         assert registry(client, keys)[tag] > server_now(client) + 3500
+
+
+def test_on_a_standalone_server_the_read_itself_asks_the_registry(
+    server_url: str, prefix: str, client: redis.Redis, round_trips: RoundTrips
+) -> None:
+    """get_tuple.lua and list_checkpoints.lua ask the registry in the same call (standalone:
+    a script may touch a key outside the thread's slot), so telling a thread evicted whole
+    from a new one costs no round trip, where the client asked, then read again (3)."""
+    keys = KeySchema(prefix)
+    with RedisSaver(server_url, prefix=prefix, ttl=HOUR) as saver:
+        chain(saver, "t", [{"step": 0}])
+        deadline = registry(client, keys)[keys.tag("t")]
+        evict_whole(client, keys, "t")
+        for read in (lambda: saver.get_tuple(cfg("t")), lambda: list(saver.list(cfg("t")))):
+            round_trips.reset()
+            with pytest.raises(ThreadLostError) as lost:
+                read()
+            assert round_trips.count == 1
+            assert (lost.value.key, lost.value.deadline) == (keys.thread(keys.tag("t")), deadline)
+        round_trips.reset()
+        assert saver.get_tuple(cfg("never")) is None
+        assert list(saver.list(cfg("never"))) == []
+        assert round_trips.count == 2
 
 
 async def test_the_async_saver_raises_thread_lost_too(

@@ -242,48 +242,56 @@ def test_a_busy_threads_put_does_not_note_again_after_many_other_threads(
     assert round_trips.count == 1  # fails: 2, the put and a note
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    reason=(
-        "issue 31 follow-up: a new chat's first read asks the registry whatever "
-        "the ttl (issue 29 may fold it into the script on standalone)"
-    ),
-)
 def test_the_first_read_of_a_new_chat_without_any_ttl_costs_one_round_trip(
     saver: RedisSaver, round_trips: RoundTrips
 ) -> None:
     """No ttl configured: the registry can only hold threads of other savers, yet every read
-    of a new chat (LangGraph's first get_tuple of each conversation) pays a second round trip
-    to ask it. On a standalone server the scripts already touch prefix keys outside the
-    thread's slot (P:mk in put_checkpoint.lua): get_tuple.lua could ZSCORE P:alive itself."""
+    of a new chat (LangGraph's first get_tuple of each conversation) paid a second round trip
+    to ask it. On a standalone server get_tuple.lua and list_checkpoints.lua ask it
+    themselves (the scripts already touch prefix keys outside the thread's slot there: P:mk
+    in put_checkpoint.lua); on a cluster the registry's node is another, and the client
+    asks."""
     assert saver.get_tuple(cfg("warm")) is None  # (scripts loaded)
     round_trips.reset()
     assert saver.get_tuple(cfg("new")) is None
-    assert round_trips.count == 1  # fails: 2, the read and "due"
-
-
-@pytest.mark.xfail(
-    raises=AssertionError,
-    reason=("issue 31 follow-up: the 1/16 threshold reads the client's clock"),
-)
-def test_a_client_clock_ahead_of_the_server_does_not_note_every_put(
-    hour_saver: RedisSaver, round_trips: RoundTrips, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """due_for_note measures 1/16 of the ttl as (deadline - the client's clock) / 16: the
-    deadline is the server's. A client clock two hours ahead (a 1 h ttl) makes that negative,
-    so max(1.0, ...) notes every put a second or more after the last: a second round trip on
-    every turn. (Behind by hours, the other way: notes ttl/16 + skew/16 apart, later than the
-    deadline itself once the skew passes 15 ttl: a silent window.)"""
-    import types
-
-    real = time.time
-    monkeypatch.setattr(deadlines, "time", types.SimpleNamespace(time=lambda: real() + 7200))
-    chain(hour_saver, "t", [{"step": 0}])
-    time.sleep(1.1)
-    latest = hour_saver.get_tuple(cfg("t"))
-    assert latest is not None
-    version = hour_saver.get_next_version(None, None)
-    checkpoint = make_checkpoint({"n": 1}, {"n": version})
+    assert round_trips.count == 1
     round_trips.reset()
-    hour_saver.put(cfg("t", checkpoint_id=latest.checkpoint["id"]), checkpoint, {}, {"n": version})
-    assert round_trips.count == 1  # fails: 2, the put and a note
+    assert list(saver.list(cfg("new"))) == []
+    assert round_trips.count == 1
+
+
+@pytest.mark.parametrize("skew", [7200, -72000], ids=["2 h ahead", "20 h behind"])
+def test_a_client_clock_off_by_hours_neither_notes_every_put_nor_too_late(
+    hour_saver: RedisSaver,
+    prefix: str,
+    client: redis.Redis,
+    round_trips: RoundTrips,
+    monkeypatch: pytest.MonkeyPatch,
+    skew: int,
+) -> None:
+    """Whether a put's deadline is noted again (it moved by 1/16 of the ttl) is decided on the
+    server's clock alone. Measured on the client's, as (deadline - client clock) / 16 (until
+    this test): two hours ahead with a 1 h ttl made it negative, and every put a second after
+    the last noted again (a second round trip per turn); twenty hours behind made it 1.3 h,
+    longer than the ttl, so the registry's deadline went stale and an eviction after it read
+    as a new thread."""
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + skew)
+    keys = KeySchema(prefix)
+    tag = keys.tag("t")
+    chain(hour_saver, "t", [{"step": 0}])
+    first = int(client.zscore(keys.live_threads(), tag) or 0)
+    assert hour_saver._core.noted_deadlines.threads[tag] == first
+    time.sleep(1.1)  # (the next deadline is a second later: less than 1/16 of an hour)
+    round_trips.reset()
+    put_one(hour_saver, "t", 2)
+    assert round_trips.count == 2  # a get and the put: no note
+    assert int(client.zscore(keys.live_threads(), tag) or 0) == first
+    # as if noted five minutes ago: the deadline moved by more than 1/16 h (225 s)
+    hour_saver._core.noted_deadlines.noted(tag, first - 300)
+    round_trips.reset()
+    put_one(hour_saver, "t", 3)
+    assert round_trips.count == 3  # the get, the put and its note
+    renewed = int(client.zscore(keys.live_threads(), tag) or 0)
+    assert first < renewed <= first + 3
+    assert hour_saver._core.noted_deadlines.threads[tag] == renewed

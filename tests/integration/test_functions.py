@@ -121,6 +121,7 @@ def test_the_library_holds_each_operation_with_its_scripts_flags(server: redis.R
         "trim",
         "lists",
         "ledger",
+        "registry",
     }
     for include in sorted(used):
         text = (lua_dir() / "include" / f"{include}.lua").read_text()

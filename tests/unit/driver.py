@@ -346,9 +346,9 @@ class PutCall:
 
     def _groups(self) -> tuple[list[Any], dict[str, bytes], list[str], dict[str, str]]:
         args = list(self.args)
-        m = int(args[14])
-        at = 15 + 3 * m
-        meta = args[15:at]
+        m = int(args[15])  # (ARGV[16]: after the deadline noted last, ARGV[15])
+        at = 16 + 3 * m
+        meta = args[16:at]
         b = int(args[at])
         blobs = {
             str(r): bytes(v)

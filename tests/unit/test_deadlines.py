@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from langgraph.checkpoint.rediskv.core.state import NOTE_EVERY
 from langgraph.checkpoint.rediskv.errors import ThreadLostError
 from langgraph.checkpoint.rediskv.settings import TTLSettings
 from tests.unit.driver import Driver, SaverCore, call, make_core
@@ -28,22 +27,31 @@ def put_replying(core: SaverCore, driver: Driver, deadline: int, n: int, notes: 
     driver.run(core.put(config("t1"), checkpoint, {}, {"a": str(n)}))
 
 
-def test_a_put_notes_its_deadline_once_per_sixteenth_of_the_ttl() -> None:
+def test_a_put_sends_the_deadline_noted_last_and_notes_what_the_script_replies() -> None:
+    """The script decides whether the deadline moved enough to be noted again (on the
+    server's clock: put_checkpoint.lua's NOTE_EVERY); the saver sends the one it noted last
+    (0: none) and notes any deadline the put replies."""
     core = make_core(ttl=TTLSettings(HOUR))
     core.registered.append(True)
     now = int(time.time())
-    step = HOUR // NOTE_EVERY
     driver = Driver(core)
-    put_replying(core, driver, 0, 1, False)  # (no deadline: no ttl, or a subgraph's put)
+    put_replying(core, driver, 0, 1, False)  # (no deadline, or one that moved too little)
     put_replying(core, driver, now + HOUR, 2, True)
-    put_replying(core, driver, now + HOUR + step - 1, 3, False)  # (grew by less than 1/16)
-    put_replying(core, driver, now + HOUR + 2 * step, 4, True)
+    put_replying(core, driver, 0, 3, False)
+    put_replying(core, driver, now + HOUR + 300, 4, True)
     driver.done()
+    assert [r.args[14] for r in driver.calls("put_checkpoint")] == [
+        0,
+        0,
+        now + HOUR,
+        now + HOUR,
+    ]
     notes = driver.calls("thread_deadlines")
     assert [(r.keys, tuple(r.args)) for r in notes] == [
         (("unit:alive",), ("note", now + HOUR, "{t1}")),
-        (("unit:alive",), ("note", now + HOUR + 2 * step, "{t1}")),
+        (("unit:alive",), ("note", now + HOUR + 300, "{t1}")),
     ]
+    assert core.noted_deadlines.threads == {"{t1}": now + HOUR + 300}
 
 
 def test_a_read_that_finds_no_key_asks_the_registry_and_reads_new_when_not_due() -> None:

@@ -54,7 +54,8 @@ def test_no_checkpoint_is_none_and_the_call_is_as_get_tuple_lua_reads_it() -> No
     assert driver.run(core.get_tuple(config("t1", "sub"))) is None
     driver.done()
     (request,) = driver.requests
-    assert request.keys == ("unit:idx:{t1}:sub",)
+    # (the registry of live threads: asked by the script when no key of the thread is left)
+    assert request.keys == ("unit:idx:{t1}:sub", "unit:alive")
     assert request.args == ("unit", "{t1}", "sub", "", -1, 0)
 
 

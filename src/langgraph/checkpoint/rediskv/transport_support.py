@@ -15,6 +15,7 @@ from .errors import (
     CheckpointLostError,
     ListingInterruptedError,
     ServerFullError,
+    ThreadLostError,
     ValueTooLargeError,
 )
 from .keys import KeySchema, tag_of
@@ -34,7 +35,10 @@ def explain_response_error(request: Request, exc: Exception) -> Exception:
     lost = LOST.decode() + " "
     if str(exc).startswith(lost):  # a read found a key of a thread evicted (records.lua)
         key, what = str(exc)[len(lost) :].split(" ", 1)
-        return CheckpointLostError(KeySchema.thread_from_tag(tag_of(key) or "{}"), what, key)
+        thread_id = KeySchema.thread_from_tag(tag_of(key) or "{}")
+        if what.startswith("thread due "):  # every key, while the registry holds it as due
+            return ThreadLostError(thread_id, key, int(what[len("thread due ") :]))
+        return CheckpointLostError(thread_id, what, key)
     if "near '#'" in str(exc):
         return ResponseError(
             "the server cannot run this saver's scripts: they use Redis 7 script flags, so "

@@ -115,6 +115,7 @@ def get_kept_checkpoint(
 
 def get_tuple(
     index: str,
+    registry: str | None = None,
     *,
     prefix: str,
     tag: str,
@@ -123,9 +124,10 @@ def get_tuple(
     read_ttl: int,
     held: Counted,
 ) -> ScriptCall:
-    """get_tuple.lua: one checkpoint with its values and pending writes."""
+    """get_tuple.lua: one checkpoint with its values and pending writes. ``registry``: the
+    registry of live threads, on a standalone server (see core/deadlines.py)."""
     args = (prefix, tag, namespace, checkpoint_id, read_ttl, *held)
-    return ScriptCall("get_tuple", (index,), args)
+    return ScriptCall("get_tuple", (index, registry) if registry else (index,), args)
 
 
 def get_write_paths(
@@ -155,6 +157,7 @@ def import_thread(
 
 def list_checkpoints(
     thread: str,
+    registry: str | None = None,
     *,
     prefix: str,
     tag: str,
@@ -167,9 +170,11 @@ def list_checkpoints(
     filters: Counted,
     namespaces: Sequence[Arg],
 ) -> ScriptCall:
-    """list_checkpoints.lua: one page of a thread's checkpoints, filtered on the server."""
+    """list_checkpoints.lua: one page of a thread's checkpoints, filtered on the server.
+    ``registry``: the registry of live threads, with modes "0u" and "1u" on a standalone
+    server (see core/deadlines.py)."""
     args = (prefix, tag, mode, namespace, only_id, before, page, scan_budget, *filters, *namespaces)
-    return ScriptCall("list_checkpoints", (thread,), args)
+    return ScriptCall("list_checkpoints", (thread, registry) if registry else (thread,), args)
 
 
 def list_indexed(
@@ -225,6 +230,7 @@ def put_checkpoint(
     keep_last: int,
     score: str,
     sweep: str,
+    noted: int,
     metadata: Counted,
     blobs: Counted,
     shared: Counted,
@@ -246,6 +252,7 @@ def put_checkpoint(
         keep_last,
         score,
         sweep,
+        noted,
         *metadata,
         *blobs,
         *shared,

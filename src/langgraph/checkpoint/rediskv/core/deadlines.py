@@ -10,9 +10,11 @@ due, and the saver notes it in the registry, outside the thread's slot and witho
 registry: a deadline not passed is a thread evicted whole (ThreadLostError).
 
 What it costs: one round trip on the first read of a new chat (the read found nothing; also
-on a prefix without any ttl), and one on a put each time the deadline a put replies has moved
-by 1/NOTE_EVERY of the ttl since this saver last noted the thread (a chat's first put, then
-about every ttl/16). What it leaves silent: a thread evicted whole within the last 1/16 of its
+on a prefix without any ttl), and one on a put each time the thread's deadline has moved by
+1/16 of the ttl since this saver last noted it (a chat's first put, then about every ttl/16).
+The put sends the deadline noted last and the script decides, on the server's clock alone
+(put_checkpoint.lua's NOTE_EVERY): a client clock hours off notes neither every put nor too
+late. What it leaves silent: a thread evicted whole within the last 1/16 of its
 ttl (its noted deadline lags the real one by that much at most, when only this saver writes
 it), and one read-only for longer (refresh_on_read renews the keys, not the registry).
 
@@ -28,7 +30,6 @@ it).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,9 +43,10 @@ FORGET_CHUNK = 1000
 
 
 def note_put(core: CoreState, tag: str, deadline: int) -> Op[None]:
-    """After a put: note the deadline it replied (0: none, or not the graph's namespace)."""
+    """After a put: note the deadline it replied (0: none, not the graph's namespace, or the
+    one this saver noted last, which it sent, lags it by less than 1/16 of the ttl)."""
     noted = core.noted_deadlines
-    if not deadline or not noted.due_for_note(tag, deadline, time.time()):
+    if not deadline:
         return
     taken = yield calls.thread_deadlines(
         core.keys.live_threads(), mode="note", operands=(deadline, tag)
@@ -62,6 +64,13 @@ def note_set(core: CoreState, tag: str, seconds: int, took: float) -> Op[None]:
     left = seconds - math.ceil(took) - 2
     if left > 0:
         yield calls.thread_deadlines(core.keys.live_threads(), mode="set", operands=(left, tag))
+
+
+def registry_for_reads(core: CoreState) -> str | None:
+    """The registry's key for a read to ask itself when it finds no key of the thread, on a
+    standalone server (one round trip for the first read of every new chat, not two); None
+    on a cluster, where it lives on another node than the thread (confirm_untraced asks)."""
+    return core.keys.live_threads() if core.global_index else None
 
 
 def confirm_untraced(

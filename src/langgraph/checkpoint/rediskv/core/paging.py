@@ -9,7 +9,7 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from ..keys import encode_part
-from . import calls
+from . import calls, deadlines
 from .limits import Limits
 from .requests import Arg, Batch, Op, ScriptCall, Stream
 from .state import CoreState
@@ -57,11 +57,12 @@ def list_call(
         mode, named = "0", encode_part(ns)
     else:
         mode, named, chunk = "2", "", tuple(ns)
+    first_page = untraced and mode != "2"
     return calls.list_checkpoints(
         core.keys.thread(tag),
         prefix=core.keys.prefix,
         tag=tag,
-        mode=mode + "u" if untraced and mode != "2" else mode,
+        mode=mode + "u" if first_page else mode,
         namespace=named,
         only_id=only_id,
         before=before,
@@ -69,6 +70,7 @@ def list_call(
         scan_budget=core.limits.list_scan_budget,
         filters=filter_args,
         namespaces=chunk,
+        registry=deadlines.registry_for_reads(core) if first_page else None,
     )
 
 

@@ -45,6 +45,7 @@ def get_tuple(core: CoreState, config: RunnableConfig) -> Op[CheckpointTuple | N
         checkpoint_id=get_checkpoint_id(config) or "",
         read_ttl=core.read_ttl_seconds,
         held=held_args,
+        registry=deadlines.registry_for_reads(core),
     )
     try:
         record = yield call

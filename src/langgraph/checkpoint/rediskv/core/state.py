@@ -47,10 +47,6 @@ class ListCache:
         self.threads.pop(tag, None)
 
 
-# a thread is noted again in the registry of live threads once the deadline a put replies
-# grew by this fraction of the ttl (see .deadlines; 1/16: with a 1 h ttl, a busy thread is
-# noted about every 4 minutes)
-NOTE_EVERY = 16
 # threads whose noted deadline a saver remembers (most recently noted)
 NOTED_CACHE_SIZE = 10_000
 
@@ -62,15 +58,16 @@ class NotedDeadlines:
 
     threads: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
-    def due_for_note(self, tag: str, deadline: int, now: float) -> bool:
-        """Whether a put's deadline is to be noted: a thread not noted yet, or one whose
-        deadline moved by 1/NOTE_EVERY of the ttl since (down too: another saver may have
-        shortened its ttl, and forgotten it in the registry). ``now``: the client's clock."""
+    def last(self, tag: str) -> int:
+        """The deadline this saver noted last for the thread, 0 for none: put_checkpoint.lua
+        replies a new one only when it moved by 1/16 of the ttl since (down too: another saver
+        may have shortened its ttl, and forgotten it in the registry), both on the server's
+        clock."""
         noted = self.threads.get(tag)
         if noted is None:
-            return True
+            return 0
         self.threads.move_to_end(tag)  # (a busy thread stays known)
-        return abs(deadline - noted) >= max(1.0, (deadline - now) / NOTE_EVERY)
+        return noted
 
     def noted(self, tag: str, deadline: int) -> None:
         self.threads[tag] = deadline

@@ -119,6 +119,8 @@ def put(
             # a put without a ttl sweeps its indexes one time in four (it adds no
             # entry that can die by expiry; see put_checkpoint.lua)
             sweep="1" if random.random() < 0.25 else "0",
+            # the script replies the new deadline only when this one lags it (see .deadlines)
+            noted=core.noted_deadlines.last(tag),
             metadata=meta_args,
             blobs=(len(blob_args) // 2, *blob_args),
             shared=(len(shared), *shared),
