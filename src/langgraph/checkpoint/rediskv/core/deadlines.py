@@ -9,8 +9,9 @@ due, and the saver notes it in the registry, outside the thread's slot and witho
 (a ``volatile-*`` policy never evicts it). A read that finds no key of the thread asks the
 registry: a deadline not passed is a thread evicted whole (ThreadLostError).
 
-What it costs: one round trip on the first read of a new chat (the read found nothing; also
-on a prefix without any ttl), and one on a put each time the thread's deadline has moved by
+What it costs: on a cluster, one round trip on the first read of a new chat (the read found
+nothing; also on a prefix without any ttl), none on a standalone server, where the read's
+script asks the registry itself (registry_for_reads); and one on a put each time the thread's deadline has moved by
 1/16 of the ttl since this saver last noted it (a chat's first put, then about every ttl/16).
 The put sends the deadline noted last and the script decides, on the server's clock alone
 (put_checkpoint.lua's NOTE_EVERY): a client clock hours off notes neither every put nor too
