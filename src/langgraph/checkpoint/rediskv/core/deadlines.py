@@ -11,13 +11,14 @@ registry: a deadline not passed is a thread evicted whole (ThreadLostError).
 
 What it costs: on a cluster, one round trip on the first read of a new chat (the read found
 nothing; also on a prefix without any ttl), none on a standalone server, where the read's
-script asks the registry itself (registry_for_reads); and one on a put each time the thread's deadline has moved by
-1/16 of the ttl since this saver last noted it (a chat's first put, then about every ttl/16).
-The put sends the deadline noted last and the script decides, on the server's clock alone
-(put_checkpoint.lua's NOTE_EVERY): a client clock hours off notes neither every put nor too
-late. What it leaves silent: a thread evicted whole within the last 1/16 of its
-ttl (its noted deadline lags the real one by that much at most, when only this saver writes
-it), and one read-only for longer (refresh_on_read renews the keys, not the registry).
+script asks the registry itself (registry_for_reads); and one on a put each time the
+thread's deadline has moved by 1/16 of the ttl since this saver last noted it (a chat's
+first put, then about every ttl/16). The put sends the deadline noted last and the script
+decides, on the server's clock alone (put_checkpoint.lua's NOTE_EVERY): a client clock hours
+off notes neither every put nor too late. What it leaves silent: a thread evicted whole
+within the last 1/16 of its ttl (its noted deadline lags the real one by that much at most,
+when only this saver writes it), and one read-only for longer (refresh_on_read renews the
+keys, not the registry).
 
 No false alarm: the ledger of the thread's graph namespace outlives every deadline noted
 (lua/include/ledger.lua's missing_root), so a thread emptied by delete_for_runs, or deleted or
