@@ -4,10 +4,13 @@ asks, and what the operations that empty a thread forget."""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 
 import pytest
 
+from langgraph.checkpoint.rediskv.core.state import NotedDeadlines
 from langgraph.checkpoint.rediskv.errors import ThreadLostError
 from langgraph.checkpoint.rediskv.settings import TTLSettings
 from tests.unit.driver import Driver, SaverCore, call, make_core
@@ -54,17 +57,40 @@ def test_a_put_sends_the_deadline_noted_last_and_notes_what_the_script_replies()
     assert core.noted_deadlines.threads == {"{t1}": now + HOUR + 300}
 
 
-def test_a_read_that_finds_no_key_asks_the_registry_and_reads_new_when_not_due() -> None:
+def test_on_a_standalone_server_a_read_declares_the_registry_for_its_script_to_ask() -> None:
+    """The script asks the registry itself (include/records.lua's untraced): a new thread
+    reads as new in one call, a thread evicted whole raises at once (the error it replies:
+    test_errors)."""
     core = make_core()
+    driver = Driver(core).expect(call("get_tuple", None), call("list_checkpoints", [None]))
+    assert driver.run(core.get_tuple(config("t1"))) is None
+    assert driver.stream(core.list_checkpoints(config("t1"))) == []
+    driver.done()
+    (read,) = driver.calls("get_tuple")
+    (page,) = driver.calls("list_checkpoints")
+    assert (read.keys, page.keys) == (
+        ("unit:idx:{t1}:", "unit:alive"),
+        ("unit:th:{t1}", "unit:alive"),
+    )
+
+
+# On a cluster the registry lives on another node than the thread: the read's script replies
+# 0 when no key of the thread is left, and the client asks the registry, then reads again.
+
+
+def test_a_read_that_finds_no_key_asks_the_registry_and_reads_new_when_not_due() -> None:
+    core = make_core(cluster=True)
     driver = Driver(core).expect(call("get_tuple", 0), call("thread_deadlines", None))
     assert driver.run(core.get_tuple(config("t1"))) is None
     driver.done()
+    (read,) = driver.calls("get_tuple")
+    assert read.keys == ("unit:idx:{t1}:",)  # (no key of another slot)
     (ask,) = driver.calls("thread_deadlines")
     assert (ask.keys, tuple(ask.args)) == (("unit:alive",), ("due", "{t1}"))
 
 
 def test_a_read_of_a_due_thread_that_finds_no_key_twice_raises_thread_lost() -> None:
-    core = make_core()
+    core = make_core(cluster=True)
     deadline = int(time.time()) + HOUR
     driver = Driver(core).expect(
         call("get_tuple", 0), call("thread_deadlines", deadline), call("get_tuple", 0)
@@ -81,7 +107,7 @@ def test_a_read_of_a_due_thread_that_finds_no_key_twice_raises_thread_lost() -> 
 
 
 def test_a_read_that_races_a_writer_starting_the_thread_again_returns_its_checkpoint() -> None:
-    core = make_core()
+    core = make_core(cluster=True)
     record, _ = stored(core, 1, {"a": "x"}, {"a": "1"})
     driver = Driver(core).expect(
         call("get_tuple", 0),
@@ -94,7 +120,7 @@ def test_a_read_that_races_a_writer_starting_the_thread_again_returns_its_checkp
 
 
 def test_a_list_that_finds_no_key_asks_the_registry() -> None:
-    core = make_core()
+    core = make_core(cluster=True)
     deadline = int(time.time()) + HOUR
     driver = Driver(core).expect(
         call("list_checkpoints", 0), call("thread_deadlines", deadline), call("list_checkpoints", 0)
@@ -104,6 +130,33 @@ def test_a_list_that_finds_no_key_asks_the_registry() -> None:
     driver.done()
     first, again = driver.calls("list_checkpoints")
     assert first.args[2] == again.args[2] == "0u"
+    assert first.keys == again.keys == ("unit:th:{t1}",)
+
+
+def test_the_noted_deadlines_stay_whole_when_threads_share_them() -> None:
+    """A sync saver's threads share the cache: one thread's put looks its thread up while
+    another's delete drops it (a lookup then a move to the end, unguarded, raised KeyError
+    and the put failed before it was sent)."""
+    noted = NotedDeadlines()
+    noted.noted("{t}", 123)
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            noted.drop("{t}")
+            noted.noted("{t}", 123)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # (the threads take turns often: the race shows)
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        seen = {noted.last("{t}") for _ in range(200_000)}
+    finally:
+        stop.set()
+        worker.join()
+        sys.setswitchinterval(switch)
+    assert seen <= {0, 123}
 
 
 def test_delete_forgets_the_thread_before_and_after() -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import ResponseError
 
+from langgraph.checkpoint.rediskv.errors import CheckpointLostError, ThreadLostError
 from tests.unit.driver import REAP_STEP, Driver, ServerFullError, call, make_core
+from tests.unit.helpers import config
 
 OOM = ResponseError("OOM command not allowed when used memory > 'maxmemory'.")
 
@@ -42,3 +44,26 @@ def test_an_error_reply_an_operation_does_not_expect_comes_out_translated() -> N
     with pytest.raises(ServerFullError):
         driver.run(core.register_metadata_index())
     assert core.registered == []  # (not taken as registered)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "what"),
+    [
+        # a thread that lost every key while the registry of live threads holds it as due
+        # (include/records.lua's untraced, on a standalone server)
+        ("LOST unit:th:{t1} thread due 1795928532", ThreadLostError, "thread"),
+        # its root alone evicted (include/ledger.lua's missing_root): not a ThreadLostError
+        ("LOST unit:th:{t1} thread root", CheckpointLostError, "thread root"),
+    ],
+)
+def test_a_read_that_lost_its_thread_says_how(
+    reply: str, kind: type[CheckpointLostError], what: str
+) -> None:
+    core = make_core()
+    driver = Driver(core).expect(call("get_tuple", ResponseError(reply)))
+    with pytest.raises(CheckpointLostError) as lost:
+        driver.run(core.get_tuple(config("t1")))
+    assert type(lost.value) is kind
+    assert (lost.value.thread_id, lost.value.what, lost.value.key) == ("t1", what, "unit:th:{t1}")
+    if kind is ThreadLostError:
+        assert lost.value.deadline == 1795928532  # type: ignore[attr-defined]

@@ -28,7 +28,9 @@ from .options import SaverSettings
 # (a put whose saver finds its keys missing registers them again): losing those loses nothing.
 # The registry of live threads is waited for: a forget a failover lost would make a deleted
 # thread read as one evicted whole (its "due" reads are waited for too, as the script's name
-# is what decides; they come only where a read found no key of its thread).
+# is what decides; they come only where a read on a cluster found no key of its thread: on a
+# standalone server the read's own script asks the registry, not waited for, and what it
+# writes, a passed entry removed, loses nothing).
 WAITED_SCRIPTS = frozenset(
     {
         "put_checkpoint",

@@ -3,6 +3,7 @@ keeps between calls. The operation modules take it as their first argument (``co
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -54,7 +55,9 @@ NOTED_CACHE_SIZE = 10_000
 @dataclass
 class NotedDeadlines:
     """The deadline this saver last noted per thread tag (a hint: the registry's ZADD GT has
-    the last word)."""
+    the last word). Shared by the threads of a sync saver without a lock (the core does no
+    threading): each OrderedDict step is atomic, and a tag another thread dropped between
+    two steps (a delete) is no error."""
 
     threads: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
@@ -66,14 +69,16 @@ class NotedDeadlines:
         noted = self.threads.get(tag)
         if noted is None:
             return 0
-        self.threads.move_to_end(tag)  # (a busy thread stays known)
+        with contextlib.suppress(KeyError):  # (dropped meanwhile)
+            self.threads.move_to_end(tag)  # (a busy thread stays known)
         return noted
 
     def noted(self, tag: str, deadline: int) -> None:
         self.threads[tag] = deadline
-        self.threads.move_to_end(tag)
-        while len(self.threads) > NOTED_CACHE_SIZE:
-            self.threads.popitem(last=False)
+        with contextlib.suppress(KeyError):  # (dropped meanwhile; or emptied by another)
+            self.threads.move_to_end(tag)
+            while len(self.threads) > NOTED_CACHE_SIZE:
+                self.threads.popitem(last=False)
 
     def drop(self, tag: str) -> None:
         self.threads.pop(tag, None)
