@@ -27,7 +27,7 @@ LIST_CACHE_SIZE = 10_000
 class ListCache:
     """On a cluster: what this saver wrote of each thread's threads-by-value entries (see
     cluster_lists): its incarnation and, per list, the score written (a hint: the thread's
-    script has the last word)."""
+    script has the last word). Shared by a sync saver's threads, as NotedDeadlines is."""
 
     threads: OrderedDict[str, tuple[str, dict[str, float]]] = field(default_factory=OrderedDict)
 
@@ -40,9 +40,10 @@ class ListCache:
         for suffix, bound in bounds.items():
             merged[suffix] = max(bound, merged.get(suffix, bound))
         self.threads[tag] = (inc, merged)
-        self.threads.move_to_end(tag)
-        while len(self.threads) > LIST_CACHE_SIZE:
-            self.threads.popitem(last=False)
+        with contextlib.suppress(KeyError):  # (dropped meanwhile; or emptied by another)
+            self.threads.move_to_end(tag)
+            while len(self.threads) > LIST_CACHE_SIZE:
+                self.threads.popitem(last=False)
 
     def drop(self, tag: str) -> None:
         self.threads.pop(tag, None)
