@@ -49,8 +49,9 @@
   ttl, when the client is to note it (ARGV[15]), else 0; "REAPING" when an earlier delete,
   prune or copy of the thread left garbage to reap first (nothing written); or { ref, ... }:
   blobs the checkpoint references that are neither in this call nor stored (expired, or
-  removed by a concurrent prune), or stored but without their base: nothing was written, and the client sends the call again
-  with those values included (a missing base: with the values compressed against it in full);
+  removed by a concurrent prune), or stored but without their base: nothing was written,
+  and the client sends the call again with those values included (a missing base: with the
+  values compressed against it in full);
   or, on a cluster, { "INDEX", inc, S, score, ... } (include/lists.lua): lists that must hold
   the thread first; nothing was written but the thread's incarnation.
   A value sent against a base never replaces a stored value of another form: the records that

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -23,11 +23,22 @@ _State = TypeVar("_State", bound="CoreState")
 LIST_CACHE_SIZE = 10_000
 
 
+def _keep_recent(threads: OrderedDict[str, Any], tag: str, size: int) -> None:
+    """Move ``tag`` to the end of a per-thread cache, and let the oldest go past ``size``.
+    A sync saver's threads share the cache without a lock (the core does no threading):
+    each OrderedDict step is atomic, and a tag another thread dropped meanwhile (a delete),
+    or a cache it emptied, is no error."""
+    with contextlib.suppress(KeyError):
+        threads.move_to_end(tag)
+        while len(threads) > size:
+            threads.popitem(last=False)
+
+
 @dataclass
 class ListCache:
     """On a cluster: what this saver wrote of each thread's threads-by-value entries (see
     cluster_lists): its incarnation and, per list, the score written (a hint: the thread's
-    script has the last word). Shared by a sync saver's threads, as NotedDeadlines is."""
+    script has the last word). Shared by the threads of a sync saver (see _keep_recent)."""
 
     threads: OrderedDict[str, tuple[str, dict[str, float]]] = field(default_factory=OrderedDict)
 
@@ -40,10 +51,7 @@ class ListCache:
         for suffix, bound in bounds.items():
             merged[suffix] = max(bound, merged.get(suffix, bound))
         self.threads[tag] = (inc, merged)
-        with contextlib.suppress(KeyError):  # (dropped meanwhile; or emptied by another)
-            self.threads.move_to_end(tag)
-            while len(self.threads) > LIST_CACHE_SIZE:
-                self.threads.popitem(last=False)
+        _keep_recent(self.threads, tag, LIST_CACHE_SIZE)
 
     def drop(self, tag: str) -> None:
         self.threads.pop(tag, None)
@@ -56,9 +64,7 @@ NOTED_CACHE_SIZE = 10_000
 @dataclass
 class NotedDeadlines:
     """The deadline this saver last noted per thread tag (a hint: the registry's ZADD GT has
-    the last word). Shared by the threads of a sync saver without a lock (the core does no
-    threading): each OrderedDict step is atomic, and a tag another thread dropped between
-    two steps (a delete) is no error."""
+    the last word). Shared by the threads of a sync saver (see _keep_recent)."""
 
     threads: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
@@ -70,16 +76,12 @@ class NotedDeadlines:
         noted = self.threads.get(tag)
         if noted is None:
             return 0
-        with contextlib.suppress(KeyError):  # (dropped meanwhile)
-            self.threads.move_to_end(tag)  # (a busy thread stays known)
+        _keep_recent(self.threads, tag, NOTED_CACHE_SIZE)  # (a busy thread stays known)
         return noted
 
     def noted(self, tag: str, deadline: int) -> None:
         self.threads[tag] = deadline
-        with contextlib.suppress(KeyError):  # (dropped meanwhile; or emptied by another)
-            self.threads.move_to_end(tag)
-            while len(self.threads) > NOTED_CACHE_SIZE:
-                self.threads.popitem(last=False)
+        _keep_recent(self.threads, tag, NOTED_CACHE_SIZE)
 
     def drop(self, tag: str) -> None:
         self.threads.pop(tag, None)
