@@ -15,6 +15,7 @@ import redis
 
 from langgraph.checkpoint.rediskv import RedisSaver
 from langgraph.checkpoint.rediskv.core import discovery, id_score, paging
+from langgraph.checkpoint.rediskv.core.cluster_lists import LIST_MARGIN
 from langgraph.checkpoint.rediskv.keys import THREADS_BY_VALUE, KeySchema
 
 from ..clock import advance_time
@@ -399,17 +400,85 @@ def test_a_thread_written_again_with_older_ids_keeps_its_higher_score(
     put_with_ids(saver, "u", [uuid_like(5, 0)], {"tenant": "x"})
     index = KeySchema(prefix).threads_with("tenant:%22x%22")
     tag = KeySchema.tag("t").encode()
-    assert client.zscore(index, tag) == id_score(uuid_like(9, 0).encode())
+    # (a put without a ttl scores its thread LIST_MARGIN above its checkpoint)
+    assert client.zscore(index, tag) == id_score(uuid_like(9, 0).encode()) + LIST_MARGIN
     saver.delete_thread("t")
     assert client.zscore(index, tag) is None
     put_with_ids(saver, "t", [uuid_like(1, 0)], {"tenant": "x"})
     put_with_ids(saver, "t", [uuid_like(3, 0)], {"tenant": "y"})  # (another value)
-    assert client.zscore(index, tag) == id_score(uuid_like(1, 0).encode())
+    assert client.zscore(index, tag) == id_score(uuid_like(1, 0).encode()) + LIST_MARGIN
     assert all_ids(saver, tenant="x") == [uuid_like(5, 0), uuid_like(1, 0)]
     # a copy is scored by what it holds
     saver.copy_thread("u", "v")
     assert client.zscore(index, KeySchema.tag("v").encode()) == id_score(uuid_like(5, 0).encode())
     assert saver.check_invariants() == []
+
+
+def test_without_a_ttl_the_puts_of_the_next_seconds_leave_the_index_entries_as_they_are(
+    saver: RedisSaver, client: redis.Redis, prefix: str
+) -> None:
+    """A put without a ttl enters its thread LIST_MARGIN (10 s) above its checkpoint and
+    records that in P:tb:{T}: the next puts within the margin write nothing there; the first
+    one past it enters the thread again, LIST_MARGIN above itself."""
+    keys, tag = KeySchema(prefix), KeySchema.tag("t")
+    index = keys.threads_with("tenant:%22x%22")
+    bound = id_score(uuid_like(9, 0).encode()) + LIST_MARGIN
+    put_with_ids(saver, "t", [uuid_like(9, 0)], {"tenant": "x"})
+    assert client.hgetall(keys.thread_bounds(tag)) == {b"tenant:%22x%22": b"%d" % bound}
+    assert client.ttl(keys.thread_bounds(tag)) == -1
+    client.zadd(index, {tag: 1})  # (so that any write of the entry would show)
+    put_with_ids(saver, "t", [uuid_like(9, 1), uuid_like(9, 2)], {"tenant": "x"})
+    assert client.zscore(index, tag.encode()) == 1.0
+    client.zadd(index, {tag: bound})
+    later = uuid_like(10, 0)  # (1,048,576 units later: past the margin)
+    put_with_ids(saver, "t", [later], {"tenant": "x"})
+    assert client.zscore(index, tag.encode()) == id_score(later.encode()) + LIST_MARGIN
+    assert all_ids(saver, tenant="x") == [later, uuid_like(9, 2), uuid_like(9, 1), uuid_like(9, 0)]
+    assert saver.check_invariants() == []
+
+
+@pytest.mark.parametrize("remade_by", ["put", "put_writes", "copy"])
+def test_a_thread_whose_root_was_gone_is_entered_again_whatever_its_old_bounds_say(
+    saver: RedisSaver, client: redis.Redis, prefix: str, remade_by: str
+) -> None:
+    """The root evicted alone (allkeys-lru) while P:tb stayed: another thread's sweep may take
+    the entries out meanwhile (their thread looks gone). Whatever makes the root again (a put
+    of another value, the writes of a task, a copy into it) drops the old bounds, so a later
+    put with the old value enters the thread again rather than trust them."""
+    keys, tag = KeySchema(prefix), KeySchema.tag("t")
+    index = keys.threads_with("user:%22a%22")
+    put_with_ids(saver, "t", [uuid_like(9, 0)], {"tenant": "x", "user": "a"})
+    assert client.hexists(keys.thread_bounds(tag), "user:%22a%22")
+    client.delete(keys.thread(tag))  # evicted
+    client.zrem(index, tag)  # what a sweep of another thread does to a thread gone
+    if remade_by == "put":
+        put_with_ids(saver, "t", [uuid_like(9, 1)], {"tenant": "x"})
+    elif remade_by == "put_writes":  # (writes of a checkpoint not stored yet: the root again)
+        saver.put_writes(cfg("t", "", uuid_like(9, 1)), [("n", 1)], "task-1")
+    else:
+        put_with_ids(saver, "src", [uuid_like(7, 0)], {"tenant": "x"})
+        saver.delete_thread("t")  # (a copy goes into a thread that does not exist)
+        client.hset(keys.thread_bounds(tag), "user:%22a%22", "inf")  # bounds left over
+        saver.copy_thread("src", "t")
+    assert client.exists(keys.thread(tag)) == 1
+    assert not client.hexists(keys.thread_bounds(tag), "user:%22a%22")
+    put_with_ids(saver, "t", [uuid_like(9, 2)], {"tenant": "x", "user": "a"})
+    assert client.zscore(index, tag.encode()) == id_score(uuid_like(9, 2).encode()) + LIST_MARGIN
+    assert all_ids(saver, user="a")[0] == uuid_like(9, 2)
+
+
+def test_with_a_ttl_every_put_renews_its_entries_and_records_no_bounds(
+    server_url: str, client: redis.Redis, prefix: str
+) -> None:
+    """The indexes must outlive each checkpoint put with a ttl: such puts renew their entries
+    as before, exactly at their checkpoint's score, and write no P:tb."""
+    keys, tag = KeySchema(prefix), KeySchema.tag("t")
+    index = keys.threads_with("tenant:%22x%22")
+    with RedisSaver(server_url, prefix=prefix, ttl={"default_ttl": 60}) as saver:
+        put_with_ids(saver, "t", [uuid_like(9, 0), uuid_like(9, 1)], {"tenant": "x"})
+        assert client.zscore(index, tag.encode()) == id_score(uuid_like(9, 1).encode())
+        assert 3500 < client.ttl(index) <= 3600
+        assert client.exists(keys.thread_bounds(tag)) == 0
 
 
 def test_the_checker_reports_a_score_below_a_checkpoint_and_a_missing_entry(
