@@ -158,9 +158,9 @@ def _blob_key(schema: KeySchema, tag: str, ns: str, ref: str) -> str:
 
 def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
     """Every key the thread's root and indexes lead to, kept if it exists: the root, runs,
-    ttl, values (P:tv) and gc keys; per namespace its indexes, deadline ledger, checkpoints,
-    writes and the blobs the checkpoints' ``bv`` fields name; the run indexes. Costs what
-    the thread holds (every record is read whole)."""
+    ttl, values (P:tv), bounds (P:tb) and gc keys; per namespace its indexes, deadline
+    ledger, checkpoints, writes and the blobs the checkpoints' ``bv`` fields name; the run
+    indexes. Costs what the thread holds (every record is read whole)."""
     client, schema = saver.client, KeySchema(saver.prefix)
     tag = schema.tag(thread_id)
     found = ThreadKeys(thread_id)
@@ -169,6 +169,7 @@ def walk_thread(saver: RedisSaver, thread_id: str) -> ThreadKeys:
         schema.runs(tag),
         schema.thread_ttl(tag),
         schema.thread_values(tag),
+        schema.thread_bounds(tag),
         schema.gc(tag),
     ]
     runs = client.smembers(schema.runs(tag))
