@@ -46,9 +46,6 @@ local G = jobspace(prefix, tag, n)
 if mode == "begin" then
   if redis.call("EXISTS", KEYS[3]) == 1 then return -1 end
   if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
-  -- a target made anew: bounds it kept are of a thread that was gone (include/indexes.lua;
-  -- a cluster's, include/lists.lua, stay by their own rules)
-  if string.sub(ARGV[6], 1, 1) ~= "~" then redis.call("UNLINK", K.bounds) end
   n = new_job(KEYS[3], "copy")
   redis.call("HSET", jobspace(prefix, tag, n).state, "tok", token)
   return n

@@ -127,7 +127,6 @@ end
 if #missing > 0 then return missing end
 
 local ttl, ttl_setting_now = thread_ttl(K, tonumber(ARGV[10]))
-local root_left = redis.call("PTTL", KEYS[1])
 
 -- on a cluster, the threads-by-value lists this checkpoint needs hold the thread first
 local lists_hint = string.sub(ARGV[11], 1, 1) == "~" and string.sub(ARGV[11], 2)
@@ -140,11 +139,6 @@ if lists_hint then
   local refused = cover(K, lists_hint, needs, ttl)
   if refused then return refused end
 end
-
--- A thread whose root was gone starts its bounds anew: its entries in the threads-by-value
--- indexes may have been swept meanwhile (include/indexes.lua's enter_threads_indexes; on a
--- cluster, cover above keeps K.bounds by its own rules)
-if root_left == -2 and not lists_hint then redis.call("UNLINK", K.bounds) end
 
 -- Re-putting an id replaces it: drop the index entries of the record being replaced, and
 -- keep track of the blobs it referenced that the new record does not (they may be shared
@@ -264,11 +258,12 @@ if ARGV[11] ~= "-" and not lists_hint then
     end
     if by_value then
       listed[#listed + 1] = by_value_suffix(by_value)
+      enter_threads_index(K, listed[#listed], ttl, score)
       ix[#ix + 1] = by_value
     end
   end
   if #listed > 0 then
-    enter_threads_indexes(K, listed, ttl, score, root_left)
+    note_thread_values(K, listed, ttl)
     if not registered["\0threads"] then  -- (as for the saver's keys above)
       redis.call("HSETNX", prefix .. ":mk", "\0threads", "building")
     end
@@ -319,6 +314,7 @@ redis.call("SET", cp, table.concat(head))  -- (over a record put before, of eith
 expire(cp, ttl)
 local ledger_left = redis.call("PTTL", K.ledger(ns))
 local stale_ledger_left = nil  -- (the PTTL of a ledger the put makes anew)
+local root_left = redis.call("PTTL", KEYS[1])
 if expiries_shortened(root_left, ledger_left) then
   -- a writer that knows no ledger shortened the thread's expiries below its deadlines: the
   -- ledger starts again from the records' real expiries (note_deadline's backfill)

@@ -116,10 +116,7 @@ if not in_record then
   local index_created = is_new(KEYS[2], ttl)
   redis.call("SADD", KEYS[2], id)
   local root_created = is_new(KEYS[1], ttl)
-  -- a root made anew: the thread's bounds (include/indexes.lua) are of a thread that was gone
-  if redis.call("SADD", KEYS[1], ns) == 1 and redis.call("SCARD", KEYS[1]) == 1 then
-    redis.call("UNLINK", K.bounds)
-  end
+  redis.call("SADD", KEYS[1], ns)
   keep_alive(KEYS[3], ttl, writes_created)
   keep_alive(KEYS[2], ttl, index_created)
   keep_alive(KEYS[1], ttl, root_created)

@@ -54,12 +54,6 @@ local function score_arg(score)
   return score == math.huge and "inf" or string.format("%.0f", score)
 end
 
--- A score as score_arg() writes it, in K.bounds and in a cluster's hint: a number.
-local function parse_score(s)
-  if s == "inf" then return math.huge end
-  return tonumber(s)
-end
-
 -- Enter thread K.tag in the threads-by-value index of `suffix`, scored at least by checkpoint
 -- `id` (ZADD GT: a score only grows, so it stays an upper bound whatever is deleted), which
 -- then lives at least `ttl` seconds more (0: forever; expiries only grow, as the index is
@@ -86,51 +80,6 @@ local function note_thread_values(K, suffixes, ttl)
     redis.call("SADD", K.values, unpack(suffixes, first, math.min(first + 3999, #suffixes)))
   end
   keep_alive(K.values, ttl, values_created)
-end
-
--- A put's entries in the threads-by-value indexes of `suffixes` (a standalone server's), at
--- least `score` each. Without a ttl, an entry goes in with a score BY_VALUE_MARGIN above, and
--- K.bounds (P:tb:{T}, a HASH: suffix -> that score) records it, so that the next puts of the
--- thread (a turn's supersteps) ask K.bounds once and write nothing while the entry covers
--- them. A bound is trusted only while nothing can have taken its entry out or given the index
--- an expiry: `steady`, the thread's root was there and persistent before this put (a thread
--- deleted, emptied or evicted whole lost its root, and its entries may have been swept; a
--- delete or an emptied thread drops K.bounds, include/drop.lua). A root that was gone makes
--- K.bounds anew. With a ttl each put renews its entries as before: their indexes must outlive
--- it. (A cluster's K.bounds, written ahead by the client, is include/lists.lua's.)
-local BY_VALUE_MARGIN = 390625  -- 10 seconds in id_score() units (the cluster's LIST_MARGIN)
-local function enter_threads_indexes(K, suffixes, ttl, score, root_left)
-  local fresh = suffixes
-  if ttl == 0 and root_left == -1 then
-    local bounds = {}  -- (4,000 fields at a time: unpack() fails beyond about 8,000)
-    for first = 1, #suffixes, 4000 do
-      local part = redis.call("HMGET", K.bounds, unpack(suffixes, first,
-        math.min(first + 3999, #suffixes)))
-      for j = 1, #part do bounds[#bounds + 1] = part[j] end
-    end
-    local want = parse_score(score)
-    fresh = {}
-    for j, suffix in ipairs(suffixes) do
-      if not (bounds[j] and parse_score(bounds[j]) >= want) then fresh[#fresh + 1] = suffix end
-    end
-    if #fresh == 0 then return end
-  end
-  if ttl > 0 then
-    for _, suffix in ipairs(fresh) do enter_threads_index(K, suffix, ttl, score) end
-  else
-    local bound = score_arg(parse_score(score) + BY_VALUE_MARGIN)
-    local record = {}
-    for _, suffix in ipairs(fresh) do
-      enter_threads_index(K, suffix, 0, bound)
-      record[#record + 1] = suffix
-      record[#record + 1] = bound
-    end
-    for first = 1, #record, 4000 do  -- (field, value) pairs: 4,000 values keep them whole
-      redis.call("HSET", K.bounds, unpack(record, first, math.min(first + 3999, #record)))
-    end
-    redis.call("PERSIST", K.bounds)
-  end
-  note_thread_values(K, fresh, ttl)
 end
 
 local function index_thread(K, suffix, id, ttl)

@@ -31,9 +31,8 @@ local function keyspace(prefix, tag)
   -- the threads-by-value indexes the thread is listed in (their suffixes), so that a delete
   -- takes it out of every one, also of those only checkpoints gone before listed it
   K.values = prefix .. ":tv:" .. tag
-  -- what the threads-by-value indexes are known to hold of the thread: on a cluster its
-  -- incarnation and a score bound per list (include/lists.lua); on a standalone server the
-  -- score of each entry a put without a ttl made (include/indexes.lua)
+  -- on a cluster: what the threads-by-value lists are known to hold of the thread (its
+  -- incarnation, and a score bound per list; see include/lists.lua)
   K.bounds = prefix .. ":tb:" .. tag
   -- garbage of an operation done in steps (delete, prune, copy) still to be reaped: while it
   -- exists, writers wait (they reply "REAPING" and the client reaps first)

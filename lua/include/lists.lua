@@ -23,6 +23,12 @@
 -- thread that has none (a fresh one each time: an old one may have been the incarnation of a
 -- thread deleted meanwhile, whose entries someone is removing).
 
+-- A score as stored in K.bounds and in a hint ("inf" or an integer).
+local function parse_score(s)
+  if s == "inf" then return math.huge end
+  return tonumber(s)
+end
+
 -- Add to `needs` (S -> the score the list must have) what a record field asks for: a metadata
 -- value thread_indexed() takes, or the run ("r", encoded) of checkpoint `id`.
 local function add_list_needs(needs, name, value, id)

@@ -51,8 +51,6 @@ def expected_keys(saver: RedisSaver, thread_id: str, kept: list[str], ns: str = 
     keys = saver._core.keys
     tag = keys.tag(thread_id)
     out = {keys.thread(tag), keys.index(tag, ns), keys.thread_values(tag), keys.ledger(tag, ns)}
-    if saver._core.ttl_seconds == 0:  # (its threads-by-value entries, recorded: P:tb)
-        out.add(keys.thread_bounds(tag))
     ledger = saver.client.hkeys(keys.ledger(tag, ns))
     assert sorted(ledger) == sorted(k.encode() for k in kept)
     for checkpoint_id in kept:

@@ -188,7 +188,7 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
         )
         keys = keys_of(client, KeySchema(saver.prefix).thread_keys_pattern(thread_id))
         kinds = sorted({k.split(":")[1] for k in keys})
-        assert kinds == ["blob", "cp", "dl", "idx", "tb", "th", "tv", "w", "wi"]
+        assert kinds == ["blob", "cp", "dl", "idx", "th", "tv", "w", "wi"]
         assert len({key_slot(k.encode()) for k in keys}) == 1
     # and every key under the prefix belongs to one of those threads (no run_id: no global
     # metadata index entry with the default index_metadata), but for the threads-by-value
@@ -196,7 +196,7 @@ def test_all_keys_of_a_thread_share_one_hash_slot(saver: RedisSaver, client: red
     assert [k for k in keys_of(client, f"{saver.prefix}:*") if ":mi:" in k] == []
     shared = [f"{saver.prefix}:tm:source:%22input%22"]
     assert keys_of(client, f"{saver.prefix}:tm:*") == shared
-    assert len(data_keys(client, saver.prefix)) == 3 * 9 + 1  # and the registry P:mk
+    assert len(data_keys(client, saver.prefix)) == 3 * 8 + 1  # and the registry P:mk
 
 
 def test_remembered_refs_and_metadata_forms_keep_equal_values_of_other_types_apart() -> None:

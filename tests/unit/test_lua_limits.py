@@ -42,7 +42,7 @@ def test_the_librarys_main_chunk_has_room_for_more_locals() -> None:
         low, high = (n, high) if _compiles(lua, includes + extra + registrations) else (low, n - 1)
     used = MAX_LOCALS - low
     assert low >= ROOM, f"the library's includes hold {used} top-level locals of {MAX_LOCALS}"
-    assert used == 110  # (today's figure: a change that adds includes updates it)
+    assert used == 108  # (today's figure: a change that adds includes updates it)
 
 
 def test_each_operation_holds_its_includes_in_fewer_upvalues_than_lua_allows() -> None:
@@ -61,7 +61,7 @@ def test_each_operation_holds_its_includes_in_fewer_upvalues_than_lua_allows() -
     assert max(upvalues.values()) <= MAX_UPVALUES - ROOM, f"upvalues per operation: {upvalues}"
     # (today's figures: a change that makes an operation reach more includes updates them)
     assert upvalues == {
-        "put_checkpoint": 35,
+        "put_checkpoint": 36,
         "put_writes": 10,
         "get_tuple": 11,
         "list_checkpoints": 12,

@@ -51,10 +51,7 @@ live in one Redis Cluster slot and every per-thread script stays on one node::
                                listed in, so that a delete takes it out of all of them
     P:tb:{T}            HASH   on a cluster: the thread's incarnation ("" -> a random word) and
                                the least score of its entry in each threads-by-value list
-                               ("K:V" or "/R" -> score), written ahead (see .core.cluster_lists);
-                               on a standalone server, without a ttl: "K:V" -> the score its
-                               entry in P:tm:K:V was given, which spares the next puts of the
-                               thread that write (lua/include/indexes.lua)
+                               ("K:V" or "/R" -> score), written ahead (see .core.cluster_lists)
     P:slot:{T}          never written: declared by every script call on a cluster, so that a
                         call during a slot move is refused before it starts (TRYAGAIN)
     P:gc:{T}            SET    pending jobs "<kind>:<n>" of whole-thread operations done in
@@ -178,9 +175,8 @@ class KeySchema:
         return f"{self.prefix}:tv:{tag}"
 
     def thread_bounds(self, tag: str) -> str:
-        """What the threads-by-value indexes hold of the thread: on a cluster its lists (see
-        .core.cluster_lists), on a standalone server the entries of puts without a ttl
-        (lua/include/indexes.lua)."""
+        """On a cluster: what the threads-by-value lists hold of the thread (see
+        .core.cluster_lists)."""
         return f"{self.prefix}:tb:{tag}"
 
     def gc(self, tag: str) -> str:
