@@ -32,6 +32,7 @@ from .keys import (
     namespace_keys,
     prefix_range,
 )
+from .vectors import Embedding, item_scores
 
 # A call: ("script", name, keys, args) or ("command", name, args, ())
 Call = tuple[str, str, Sequence[Any], Sequence[Any]]
@@ -136,6 +137,8 @@ class StoreConfig:
     prefix: str
     ttl: TTLConfig | None = None
     clock: Callable[[], int] | None = None
+    # the vectors' dimensions when the store has an index (semantic search), else None
+    dims: int | None = None
 
 
 # what each part of an item lives in (a StoreItemLostError names the key), by namespace_keys
@@ -148,10 +151,10 @@ def _lost(config: StoreConfig, namespace: tuple[str, ...], key: str, what: Any) 
     return StoreItemLostError(namespace, key, part, redis_key)
 
 
-def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str) -> list[Call]:
+def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str, vectors: bytes) -> list[Call]:
     keys = namespace_keys(config.prefix, op.namespace)
     if op.value is None:
-        return [("script", "store_put", keys, [now, op.key, "", stamp, ""])]
+        return [("script", "store_put", keys, [now, op.key, "", stamp, "", ""])]
     ttl = op.ttl
     ttl_ms = "" if ttl is None else str(int(float(ttl) * 60_000))
     value = json.dumps(op.value, separators=(",", ":"), ensure_ascii=False)
@@ -161,13 +164,17 @@ def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str) -> list[Cal
         [namespace_index_key(config.prefix), 0, encode_namespace(op.namespace)],
         (),
     )
-    return [ahead, ("script", "store_put", keys, [now, op.key, value, stamp, ttl_ms])]
+    put: Call = ("script", "store_put", keys, [now, op.key, value, stamp, ttl_ms, vectors])
+    return [ahead, put]
 
 
-def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
+def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | None = None) -> Rounds:
     """Every op of the batch: reads see the store as it was before the batch's puts (as
-    InMemoryStore), the puts go in the last round, the last put of an item winning."""
+    InMemoryStore), the puts go in the last round, the last put of an item winning.
+    ``embedding``: the vectors of the batch's puts and queries (``vectors.plan`` and
+    ``embed``), when the store has an index."""
     ops = list(ops)
+    embedding = embedding or Embedding()
     results: list[Result] = [None] * len(ops)
     # "": the scripts read the server's clock
     now = "" if config.clock is None else str(config.clock())
@@ -222,7 +229,11 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
                 assert isinstance(op, ListNamespacesOp)
                 listings.append((i, op, [decode_namespace(_text(m)) for m in reply]))
         for i, sop, namespaces in searches:
-            results[i] = yield from _search(config, sop, namespaces, now)
+            query = embedding.queries.get(sop.query) if sop.query else None
+            if query and config.dims is not None:
+                results[i] = yield from _vector_search(config, sop, namespaces, now, query)
+            else:
+                results[i] = yield from _search(config, sop, namespaces, now)
         for i, lop, namespaces in listings:
             results[i] = yield from _list_namespaces(config, lop, namespaces, now)
     if puts:
@@ -233,7 +244,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
         first_stamp = None if config.clock is None else int(now) * 1000
         for n, op in enumerate(puts.values()):
             stamp = "" if first_stamp is None else str(first_stamp + n)
-            for call in _put_calls(config, op, now, stamp):
+            vectors = embedding.vectors.get((op.namespace, op.key), b"")
+            for call in _put_calls(config, op, now, stamp, vectors):
                 calls.append(call)
                 put = call[0] == "script" and op.value is not None
                 owners.append(encode_namespace(op.namespace) if put else None)
@@ -270,7 +282,7 @@ def _search(
                     "script",
                     "store_page",
                     namespace_keys(config.prefix, c.namespace),
-                    [now, refresh, c.score, c.member, page],
+                    [now, refresh, c.score, c.member, page, ""],
                 )
                 for c in wanted
             ]
@@ -310,6 +322,84 @@ def _search(
         )
         matched.append(best.buffer.pop(0))
     return matched[op.offset : op.offset + op.limit]
+
+
+def _vector_search(
+    config: StoreConfig,
+    op: SearchOp,
+    namespaces: list[tuple[str, ...]],
+    now: str,
+    query: list[float],
+) -> Generator[list[Call], list[Any], list[SearchItem]]:
+    """An exact search: every item under the prefix that the filter keeps, read with its
+    vectors in pages of each namespace's index (one page per namespace per round), scored
+    by its best cosine with the query. Scored items first, best first; then the items
+    without vectors, newest-updated first; ties go newest-updated first, then to the
+    namespace that sorts first. Offset and limit apply to that whole order."""
+    assert config.dims is not None
+    if op.limit <= 0 or not namespaces:
+        return []
+    # a page's reply stays near 2 MB of vectors (one vector an item, most often)
+    page = max(PAGE_MIN, min(PAGE_MAX, 2_000_000 // (4 * config.dims)))
+    refresh = "1" if op.refresh_ttl else "0"
+    cursors = [_Cursor(n) for n in namespaces]
+    # per candidate: (namespace, key, value JSON or parsed, created µs, updated µs, vectors)
+    found: list[tuple[tuple[str, ...], Any, Any, Any, int, bytes]] = []
+    while True:
+        wanted = [c for c in cursors if not c.done]
+        if not wanted:
+            break
+        calls: list[Call] = [
+            (
+                "script",
+                "store_page",
+                namespace_keys(config.prefix, c.namespace),
+                [now, refresh, c.score, c.member, page, "1"],
+            )
+            for c in wanted
+        ]
+        replies = yield calls
+        for c, reply in zip(wanted, replies, strict=True):
+            read = int(reply[0])
+            if read < 0:
+                raise _lost(config, c.namespace, _text(reply[1]), reply[2])
+            if read:
+                c.score, c.member = reply[1], reply[2]
+            if read < page:
+                c.done = True
+            body = reply[3:]
+            for j in range(0, len(body), 5):
+                value: Any = body[j + 1]
+                if op.filter:
+                    value = json.loads(value)
+                    if not all(compare_values(value.get(k), v) for k, v in op.filter.items()):
+                        continue
+                updated = int(float(_text(body[j + 3])))
+                found.append((c.namespace, body[j], value, body[j + 2], updated, body[j + 4]))
+    scores = item_scores(query, [f[5] for f in found], config.dims)
+    order = sorted(
+        range(len(found)),
+        key=lambda n: (
+            scores[n] is None,
+            -(scores[n] or 0.0),
+            -found[n][4],
+            encode_namespace(found[n][0]),
+        ),
+    )
+    out = []
+    for n in order[op.offset : op.offset + op.limit]:
+        namespace, key, value, created, updated, _ = found[n]
+        out.append(
+            SearchItem(
+                namespace=namespace,
+                key=_text(key),
+                value=json.loads(value) if isinstance(value, (bytes, str)) else value,
+                created_at=_moment(created),
+                updated_at=_moment(updated),
+                score=scores[n],
+            )
+        )
+    return out
 
 
 def _alive(
