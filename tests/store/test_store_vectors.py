@@ -14,7 +14,8 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore
+from langgraph.store import memory
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, vectors
 from langgraph.store.rediskv.keys import namespace_keys
 
 from ..conftest import new_prefix
@@ -265,9 +266,16 @@ def test_an_async_embedder_on_the_sync_store_is_a_clear_error(server_url: str) -
         assert store.search(("a",)) == []
 
 
-def test_a_search_over_several_pages_ranks_as_inmemorystore(server_url: str) -> None:
+@pytest.mark.parametrize("numpy", [True, False])
+def test_a_search_over_several_pages_ranks_as_inmemorystore(
+    server_url: str, numpy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """1,300 items in two namespaces (pages of 512 at dims 4): the whole ranking is
-    InMemoryStore's, scores equal (the vectors are exact in float32)."""
+    InMemoryStore's, scores equal (the vectors are exact in float32); with numpy, and with
+    the pure-Python cosine both stores use without it."""
+    if not numpy:
+        monkeypatch.setattr(memory, "_check_numpy", lambda: False)
+        monkeypatch.setattr(vectors, "_has_numpy", lambda: False)
 
     def embed(texts: list[str]) -> list[list[float]]:
         return [[float(int(t) % 7), float(int(t) % 11), float(int(t) % 13), 1.0] for t in texts]

@@ -4,6 +4,7 @@ over a sync or an async client."""
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -377,7 +378,8 @@ def _vector_search(
                 updated = int(float(_text(body[j + 3])))
                 found.append((c.namespace, body[j], value, body[j + 2], updated, body[j + 4]))
     scores = item_scores(query, [f[5] for f in found], config.dims)
-    order = sorted(
+    order = heapq.nsmallest(
+        op.offset + op.limit,
         range(len(found)),
         key=lambda n: (
             scores[n] is None,
@@ -387,7 +389,7 @@ def _vector_search(
         ),
     )
     out = []
-    for n in order[op.offset : op.offset + op.limit]:
+    for n in order[op.offset :]:
         namespace, key, value, created, updated, _ = found[n]
         out.append(
             SearchItem(
