@@ -287,7 +287,14 @@ def test_a_search_over_several_pages_ranks_as_inmemorystore(
     with RedisStore.from_conn_string(server_url, prefix=new_prefix(), index=index) as store:  # type: ignore[arg-type]
         store.batch(ops)
         want = model.search(("p",), query="5", limit=2000)
+        rounds: list[list[Any]] = []
+        run = store._run
+        monkeypatch.setattr(store, "_run", lambda calls: rounds.append(calls) or run(calls))
         got = store.search(("p",), query="5", limit=2000)
+        # the namespace index, then pages of at most 512 items, one per namespace a round
+        pages = [[(c[2][0][-6:], c[3][4:]) for c in calls] for calls in rounds[1:]]
+        assert [c[:2] for c in rounds[0]] == [("command", "ZRANGEBYLEX")]
+        assert pages == [[("p.0}:h", [512, "1"]), ("p.1}:h", [512, "1"])]] * 2
         order = {(tuple(i.namespace), i.key): n for n, i in enumerate(ops[::-1])}
         # ties: InMemoryStore keeps insertion order, this store puts the newest first
         want.sort(key=lambda i: (-(i.score or 0.0), order[(tuple(i.namespace), i.key)]))
