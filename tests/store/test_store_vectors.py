@@ -15,7 +15,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph.store import memory
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore, vectors
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core, vectors
 from langgraph.store.rediskv.keys import namespace_keys
 
 from ..conftest import new_prefix
@@ -304,3 +304,10 @@ def test_a_search_over_several_pages_ranks_as_inmemorystore(
         assert len(got) == 1300 and [i.key for i in got[:2]] == ["k1006", "k5"]
         page = store.search(("p",), query="5", limit=3, offset=700)
         assert [i.key for i in page] == [i.key for i in want[700:703]]
+        # a round of one page: the namespaces one after the other, the best kept between
+        monkeypatch.setattr(core, "VECTOR_ROUND_BYTES", 512 * 4 * 4)
+        rounds.clear()
+        page = store.search(("p",), query="5", limit=3, offset=2)
+        assert [(i.key, i.score) for i in page] == [(i.key, i.score) for i in want[2:5]]
+        pages = [[(c[2][0][-6:], c[3][4:]) for c in calls] for calls in rounds[1:]]
+        assert pages == [[("p.0}:h", [512, "1"])]] * 2 + [[("p.1}:h", [512, "1"])]] * 2

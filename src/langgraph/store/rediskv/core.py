@@ -325,6 +325,11 @@ def _search(
     return matched[op.offset : op.offset + op.limit]
 
 
+# A query search's reply per round stays near this many bytes of vectors: a page per
+# namespace, as many namespaces as fit (at 1536 dims, 16 pages of 325 items: some 32 MB).
+VECTOR_ROUND_BYTES = 32_000_000
+
+
 def _vector_search(
     config: StoreConfig,
     op: SearchOp,
@@ -333,21 +338,24 @@ def _vector_search(
     query: list[float],
 ) -> Generator[list[Call], list[Any], list[SearchItem]]:
     """An exact search: every item under the prefix that the filter keeps, read with its
-    vectors in pages of each namespace's index (one page per namespace per round), scored
-    by its best cosine with the query. Scored items first, best first; then the items
-    without vectors, newest-updated first; ties go newest-updated first, then to the
-    namespace that sorts first. Offset and limit apply to that whole order."""
+    vectors in pages of each namespace's index, scored by its best cosine with the query as
+    each round comes in; only the best ``offset + limit`` so far are kept, so the client holds
+    one round and those. Scored items first, best first; then the items without vectors,
+    newest-updated first; ties go newest-updated first, then to the namespace that sorts
+    first. Offset and limit apply to that whole order."""
     assert config.dims is not None
     if op.limit <= 0 or not namespaces:
         return []
+    need = op.offset + op.limit
     # a page's reply stays near 2 MB of vectors (one vector an item, most often)
     page = max(PAGE_MIN, min(PAGE_MAX, 2_000_000 // (4 * config.dims)))
+    per_round = max(1, VECTOR_ROUND_BYTES // (page * 4 * config.dims))
     refresh = "1" if op.refresh_ttl else "0"
     cursors = [_Cursor(n) for n in namespaces]
-    # per candidate: (namespace, key, value JSON or parsed, created µs, updated µs, vectors)
-    found: list[tuple[tuple[str, ...], Any, Any, Any, int, bytes]] = []
+    # (order key, (namespace, key, value JSON or parsed, created µs, updated µs, score))
+    kept: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
     while True:
-        wanted = [c for c in cursors if not c.done]
+        wanted = [c for c in cursors if not c.done][:per_round]
         if not wanted:
             break
         calls: list[Call] = [
@@ -360,6 +368,8 @@ def _vector_search(
             for c in wanted
         ]
         replies = yield calls
+        found: list[tuple[Any, ...]] = []
+        blobs: list[bytes] = []
         for c, reply in zip(wanted, replies, strict=True):
             read = int(reply[0])
             if read < 0:
@@ -376,21 +386,18 @@ def _vector_search(
                     if not all(compare_values(value.get(k), v) for k, v in op.filter.items()):
                         continue
                 updated = int(float(_text(body[j + 3])))
-                found.append((c.namespace, body[j], value, body[j + 2], updated, body[j + 4]))
-    scores = item_scores(query, [f[5] for f in found], config.dims)
-    order = heapq.nsmallest(
-        op.offset + op.limit,
-        range(len(found)),
-        key=lambda n: (
-            scores[n] is None,
-            -(scores[n] or 0.0),
-            -found[n][4],
-            encode_namespace(found[n][0]),
-        ),
-    )
+                found.append((c.namespace, body[j], value, body[j + 2], updated))
+                blobs.append(body[j + 4])
+        scores = item_scores(query, blobs, config.dims)
+        for item, score in zip(found, scores, strict=True):
+            order = (score is None, -(score or 0.0), -item[4], encode_namespace(item[0]))
+            kept.append((order, (*item, score)))
+        if len(kept) > 2 * need:
+            kept = heapq.nsmallest(need, kept, key=lambda k: k[0])
     out = []
-    for n in order[op.offset :]:
-        namespace, key, value, created, updated, _ = found[n]
+    for _, (namespace, key, value, created, updated, score) in heapq.nsmallest(
+        need, kept, key=lambda k: k[0]
+    )[op.offset :]:
         out.append(
             SearchItem(
                 namespace=namespace,
@@ -398,7 +405,7 @@ def _vector_search(
                 value=json.loads(value) if isinstance(value, (bytes, str)) else value,
                 created_at=_moment(created),
                 updated_at=_moment(updated),
-                score=scores[n],
+                score=score,
             )
         )
     return out
