@@ -84,6 +84,8 @@ class RedisStore(_Common):
         ttl: ``{"default_ttl": minutes, "refresh_on_read": bool, "sweep_interval_minutes":
             minutes}`` (the period of :meth:`start_ttl_sweeper`; nothing sweeps unless it is
             called).
+        index: semantic search, LangGraph's ``IndexConfig``: ``{"dims": int, "embed":
+            Embeddings or function, "fields": [paths]}`` (docs/store.md, Semantic search).
     """
 
     _client: redis.Redis
