@@ -9,7 +9,6 @@ vector (max pooling, as ``InMemoryStore``), so the paths the texts came from are
 from __future__ import annotations
 
 import functools
-import struct
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
@@ -142,9 +141,6 @@ async def aembed(index: VectorIndex | None, embedding: Embedding) -> Embedding:
     queries = [await index.embeddings.aembed_query(q) for q in embedding.queries]
     embedding.fill(index, texts, documents, queries)
     return embedding
-
-
-_FLOAT32 = struct.Struct("<f")
 
 
 def pack(vector: Sequence[float], dims: int, text: str) -> bytes:
