@@ -3,6 +3,11 @@ filter) and list_namespaces p50, with N items spread over 100 namespaces of 10 u
 
     REDIS_URL=redis://127.0.0.1:6379/0 python benchmarks/store_bench.py --items 10000
 
+Then semantic search (``index=``, exact cosine): ``search(query=..., limit=10)`` p50 over all
+the items (10 users, 100 namespaces) and over one user's (a tenth), at each size of
+``--vector-items`` (default 1000,10000; 0 skips), ``--dims`` 1536, with an embedder that
+returns a seeded random vector per text (no model: the embedding's own cost is left out).
+
 The store's keys go under a fresh prefix and are deleted at the end (never FLUSHDB).
 """
 
@@ -13,9 +18,11 @@ import os
 import statistics
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
@@ -60,25 +67,83 @@ def measure(store: BaseStore, items: int, times: int) -> dict[str, float]:
     }
 
 
+def fake_embed(dims: int) -> Callable[[list[str]], list[list[float]]]:
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [
+            np.random.default_rng(zlib.crc32(t.encode())).standard_normal(dims).tolist()
+            for t in texts
+        ]
+
+    return embed
+
+
+def measure_vectors(store: BaseStore, items: int, times: int) -> dict[str, float]:
+    batch = 500
+    for start in range(0, items, batch):
+        store.batch(
+            [
+                PutOp(namespace(i), f"k{i}", {"text": f"memory {i}", "n": i})
+                for i in range(start, min(items, start + batch))
+            ]
+        )
+    return {
+        "query, all items, limit 10": p50_ms(
+            lambda i: store.search(("users",), query=f"question {i}", limit=10), times
+        ),
+        "query, one user (a tenth), limit 10": p50_ms(
+            lambda i: store.search(("users", f"u{i % 10}"), query=f"question {i}", limit=10),
+            times,
+        ),
+    }
+
+
+def unlink_prefix(store: RedisStore, prefix: str) -> None:
+    keys = list(store.client.scan_iter(match=f"{prefix}:*", count=1000))
+    for start in range(0, len(keys), 500):
+        store.client.unlink(*keys[start : start + 500])
+
+
+def vector_rows(url: str, sizes: list[int], dims: int, times: int) -> None:
+    print(f"\nsemantic search p50 ms, dims {dims}, {times} calls each")
+    print(f"{'items':>7} {'operation':38} {'InMemoryStore':>14} {'RedisStore':>11}")
+    for items in sizes:
+        index: Any = {"dims": dims, "embed": fake_embed(dims), "fields": ["text"]}
+        model = measure_vectors(InMemoryStore(index=index), items, times)
+        prefix = f"bench{uuid.uuid4().hex[:8]}"
+        with RedisStore.from_conn_string(url, prefix=prefix, index=index) as store:
+            try:
+                ours = measure_vectors(store, items, times)
+            finally:
+                unlink_prefix(store, prefix)
+        for name in ours:
+            print(f"{items:7} {name:38} {model[name]:14.1f} {ours[name]:11.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--times", type=int, default=300)
+    parser.add_argument("--vector-items", default="1000,10000")
+    parser.add_argument("--vector-times", type=int, default=20)
+    parser.add_argument("--dims", type=int, default=1536)
     args = parser.parse_args()
     url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     results = {"InMemoryStore": measure(InMemoryStore(), args.items, args.times)}
     with RedisStore.from_conn_string(url, prefix=prefix) as store:
-        results["RedisStore"] = measure(store, args.items, args.times)
-        keys = list(store.client.scan_iter(match=f"{prefix}:*", count=1000))
-        for start in range(0, len(keys), 500):
-            store.client.unlink(*keys[start : start + 500])
+        try:
+            results["RedisStore"] = measure(store, args.items, args.times)
+        finally:
+            unlink_prefix(store, prefix)
     print(f"p50 ms, {args.items} items in 100 namespaces, {args.times} calls each")
     print(f"{'operation':36} {'InMemoryStore':>14} {'RedisStore':>11}")
     for name in results["RedisStore"]:
         print(
             f"{name:36} {results['InMemoryStore'][name]:14.3f} {results['RedisStore'][name]:11.3f}"
         )
+    sizes = [int(n) for n in args.vector_items.split(",") if int(n) > 0]
+    if sizes:
+        vector_rows(url, sizes, args.dims, args.vector_times)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 --[[
   store_get: one item of a store namespace (langgraph.store.rediskv).
 
-  KEYS[1..5]  S:{S:ns}:h m z x t, as store_put.lua
+  KEYS[1..6]  S:{S:ns}:h m z x t v, as store_put.lua
 
   ARGV[1]  now (ms), or "": the server's clock (TIME)
   ARGV[2]  1: refresh the item's TTL (refresh_on_read), 0: not
   ARGV[3]  item key
 
-  Counts: KEYS 5; ARGV 3
+  Counts: KEYS 6; ARGV 3
   Reply: {value, created_at µs, updated_at µs}, or false when there is none (or it expired:
   then it goes, with its index entries), or {0, what} when the item lost part of itself
   ("value", "created_at" or "updated_at": a key of the namespace was evicted).

@@ -1,7 +1,7 @@
 --[[
   store_page: a page of a store namespace's items, newest-updated first (search).
 
-  KEYS[1..5]  S:{S:ns}:h m z x t, as store_put.lua
+  KEYS[1..6]  S:{S:ns}:h m z x t v, as store_put.lua
 
   ARGV[1]  now (ms), or "": the server's clock (TIME)
   ARGV[2]  1: refresh the TTL of the items returned, 0: not
@@ -10,17 +10,19 @@
   ARGV[4]  bound: that entry's member (item key)
   ARGV[5]  count: index entries to read (the server's work is bounded by it, and by the
            entries sharing the bound's score: none for stamps this release writes)
+  ARGV[6]  1: each item's vectors too (a search with a query), "": not
 
   The page is the entries after the bound in the index's order (score, then member, both
   descending), not ranks: an item that stays in the index through a search is read once
   whatever else is put or deleted between its pages (an update moves an item to the front,
   past the bound: it is read at most once).
 
-  Counts: KEYS 5; ARGV 5
+  Counts: KEYS 6; ARGV 6
   Reply: {read, score, member, key1, value1, created1, updated1, key2, ...}: the live items
   among the `read` entries read (fewer than count: the namespace is done), score and member
   those of the last entry read (the next page's bound; "" when none); expired items go, with
-  their index entries. {-1, key, what} when an item lost part of itself ("value" or
+  their index entries. With ARGV[6] = 1, each item's vectors follow its updated_at ("" when
+  it has none). {-1, key, what} when an item lost part of itself ("value" or
   "created_at": a key of the namespace was evicted).
 ]]
 -- requires: store_purge
@@ -69,6 +71,9 @@ for i = 1, #entries, 2 do
     reply[#reply + 1] = value
     reply[#reply + 1] = created
     reply[#reply + 1] = entries[i + 1]
+    if ARGV[6] == "1" then
+      reply[#reply + 1] = redis.call("HGET", KEYS[6], key) or ""
+    end
   end
 end
 return reply

@@ -6,6 +6,7 @@
   KEYS[3]  S:{S:ns}:z  ZSET item key scored by updated_at (µs): the namespace's index
   KEYS[4]  S:{S:ns}:x  ZSET item key scored by its expiry (ms); only items with a TTL
   KEYS[5]  S:{S:ns}:t  HASH item key -> its TTL (ms), for refresh_ttl
+  KEYS[6]  S:{S:ns}:v  HASH item key -> its vectors (float32s, semantic search; see vectors.py)
 
   ARGV[1]  now (ms), or "": the server's clock (TIME); expired items are purged first (at
            most 100)
@@ -14,8 +15,9 @@
   ARGV[4]  updated_at (µs), the index score, or "": the server's clock; raised above the
            namespace's newest when it is not (see store_stamp)
   ARGV[5]  TTL (ms), or "" for none
+  ARGV[6]  the item's vectors, or "" for none: a put replaces the ones it had
 
-  Counts: KEYS 5; ARGV 5
+  Counts: KEYS 6; ARGV 6
   Reply: 1 when the namespace had no item before this put and has one now (the caller writes
   the namespace into the global index once more), else 0.
 ]]
@@ -42,6 +44,11 @@ if ARGV[5] == "" then
 else
   redis.call("ZADD", KEYS[4], now + tonumber(ARGV[5]), key)
   redis.call("HSET", KEYS[5], key, ARGV[5])
+end
+if ARGV[6] == "" then
+  redis.call("HDEL", KEYS[6], key)
+else
+  redis.call("HSET", KEYS[6], key, ARGV[6])
 end
 if was_empty then
   return 1

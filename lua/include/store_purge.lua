@@ -1,6 +1,6 @@
 -- Shared by the store scripts (lua/store_*.lua): the store's clock, and expired items of one
--- namespace going, with their index entries, a bounded number per call. KEYS as every store
--- script: h m z x t (see keys).
+-- namespace going, with their index entries and vectors, a bounded number per call. KEYS as
+-- every store script: h m z x t v (see keys).
 -- requires:
 
 local STORE_PURGE_STEP = 100
@@ -51,6 +51,7 @@ local function store_drop(key)
   redis.call("ZREM", KEYS[3], key)
   redis.call("ZREM", KEYS[4], key)
   redis.call("HDEL", KEYS[5], key)
+  redis.call("HDEL", KEYS[6], key)
 end
 
 local function store_purge(now)

@@ -1,6 +1,7 @@
 """A LangGraph ``BaseStore`` (long-term memory) on plain Redis or Valkey: core commands and
 atomic Lua scripts, no modules. Key layout: :mod:`langgraph.store.rediskv.keys`; usage and
-costs: ``docs/store.md``. Semantic search (``index=``) is not supported yet."""
+costs: ``docs/store.md``. Semantic search (``index=``): an exact cosine search, the vectors
+kept with their items (:mod:`langgraph.store.rediskv.vectors`)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from typing import Any
 
 import redis
 import redis.asyncio as aredis
-from langgraph.store.base import BaseStore, Op, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
-from .base import default_url, store_config, store_script_sources
+from .base import default_url, refuse_decoding_client, store_config, store_script_sources
 from .core import Call, Rounds, run_batch, run_sweep
+from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
 
@@ -36,16 +38,21 @@ class _Common(BaseStore):
         connect: Callable[[str], Any],
         prefix: str,
         ttl: TTLConfig | None,
-        index: Any,
+        index: IndexConfig | None,
     ) -> None:
         """What both constructors do: ``connect`` makes the client from a URL when none
         is given (the store then owns it and closes it)."""
-        if index is not None:
-            raise NotImplementedError("semantic search (index=...) is not supported yet")
         self.config = store_config(prefix, ttl)
         self.ttl_config = ttl
+        self._index = vector_index(index)
+        # as InMemoryStore: the config given, and the Embeddings it makes
+        self.index_config = index
+        self.embeddings = None if self._index is None else self._index.embeddings
         self._owns_client = client is None
         self._client = client if client is not None else connect(default_url(url))
+        if self._index is not None:
+            self.config.dims = self._index.dims
+            refuse_decoding_client(self._client)  # (connects lazily: nothing to close)
         self._scripts = {
             name: self._client.register_script(source)
             for name, source in store_script_sources().items()
@@ -77,6 +84,8 @@ class RedisStore(_Common):
         ttl: ``{"default_ttl": minutes, "refresh_on_read": bool, "sweep_interval_minutes":
             minutes}`` (the period of :meth:`start_ttl_sweeper`; nothing sweeps unless it is
             called).
+        index: semantic search, LangGraph's ``IndexConfig``: ``{"dims": int, "embed":
+            Embeddings or function, "fields": [paths]}`` (docs/store.md, Semantic search).
     """
 
     _client: redis.Redis
@@ -88,7 +97,7 @@ class RedisStore(_Common):
         client: redis.Redis | None = None,
         prefix: str = "store",
         ttl: TTLConfig | None = None,
-        index: Any = None,
+        index: IndexConfig | None = None,
     ) -> None:
         self._init(url, client, redis.Redis.from_url, prefix, ttl, index)
         self._sweeper: tuple[concurrent.futures.Future[None], threading.Event] | None = None
@@ -130,7 +139,10 @@ class RedisStore(_Common):
             return done.value
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return list(self._drive(run_batch(self.config, ops)))
+        ops = list(ops)
+        # embedded before any call: an embedder's error leaves the store as it was
+        embedding = embed(self._index, plan(self._index, ops))
+        return list(self._drive(run_batch(self.config, ops, embedding)))
 
     def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """Remove expired items, in a step of bounded work: the next ``max_namespaces``
@@ -202,7 +214,7 @@ class AsyncRedisStore(_Common):
         client: aredis.Redis | None = None,
         prefix: str = "store",
         ttl: TTLConfig | None = None,
-        index: Any = None,
+        index: IndexConfig | None = None,
     ) -> None:
         self._init(url, client, aredis.Redis.from_url, prefix, ttl, index)
         # the event loop the store runs on, for sync calls from other threads (a sync node or
@@ -250,7 +262,10 @@ class AsyncRedisStore(_Common):
             return done.value
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return list(await self._drive(run_batch(self.config, ops)))
+        ops = list(ops)
+        # embedded before any call: an embedder's error leaves the store as it was
+        embedding = await aembed(self._index, plan(self._index, ops))
+        return list(await self._drive(run_batch(self.config, ops, embedding)))
 
     async def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """As :meth:`RedisStore.sweep_ttl`."""

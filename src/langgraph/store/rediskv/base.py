@@ -39,5 +39,16 @@ def default_url(url: str | None) -> str:
     return url or os.environ.get("REDIS_URL") or "redis://localhost:6379/0"
 
 
+def refuse_decoding_client(client: Any) -> None:
+    """The vectors are bytes: a client that decodes replies into text cannot read them."""
+    encoder = client.get_encoder() if hasattr(client, "get_encoder") else None
+    if getattr(encoder, "decode_responses", False):
+        raise ValueError(
+            "the Redis client decodes replies into text (decode_responses=True), but the "
+            "store's vectors (index=) are bytes: give the store a client without "
+            "decode_responses"
+        )
+
+
 def reply_value(value: Any) -> Any:
     return value

@@ -4,6 +4,7 @@ over a sync or an async client."""
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from .keys import (
     namespace_keys,
     prefix_range,
 )
+from .vectors import Embedding, item_scores
 
 # A call: ("script", name, keys, args) or ("command", name, args, ())
 Call = tuple[str, str, Sequence[Any], Sequence[Any]]
@@ -136,6 +138,8 @@ class StoreConfig:
     prefix: str
     ttl: TTLConfig | None = None
     clock: Callable[[], int] | None = None
+    # the vectors' dimensions when the store has an index (semantic search), else None
+    dims: int | None = None
 
 
 # what each part of an item lives in (a StoreItemLostError names the key), by namespace_keys
@@ -148,10 +152,10 @@ def _lost(config: StoreConfig, namespace: tuple[str, ...], key: str, what: Any) 
     return StoreItemLostError(namespace, key, part, redis_key)
 
 
-def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str) -> list[Call]:
+def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str, vectors: bytes) -> list[Call]:
     keys = namespace_keys(config.prefix, op.namespace)
     if op.value is None:
-        return [("script", "store_put", keys, [now, op.key, "", stamp, ""])]
+        return [("script", "store_put", keys, [now, op.key, "", stamp, "", ""])]
     ttl = op.ttl
     ttl_ms = "" if ttl is None else str(int(float(ttl) * 60_000))
     value = json.dumps(op.value, separators=(",", ":"), ensure_ascii=False)
@@ -161,13 +165,17 @@ def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str) -> list[Cal
         [namespace_index_key(config.prefix), 0, encode_namespace(op.namespace)],
         (),
     )
-    return [ahead, ("script", "store_put", keys, [now, op.key, value, stamp, ttl_ms])]
+    put: Call = ("script", "store_put", keys, [now, op.key, value, stamp, ttl_ms, vectors])
+    return [ahead, put]
 
 
-def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
+def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | None = None) -> Rounds:
     """Every op of the batch: reads see the store as it was before the batch's puts (as
-    InMemoryStore), the puts go in the last round, the last put of an item winning."""
+    InMemoryStore), the puts go in the last round, the last put of an item winning.
+    ``embedding``: the vectors of the batch's puts and queries (``vectors.plan`` and
+    ``embed``), when the store has an index."""
     ops = list(ops)
+    embedding = embedding or Embedding()
     results: list[Result] = [None] * len(ops)
     # "": the scripts read the server's clock
     now = "" if config.clock is None else str(config.clock())
@@ -222,7 +230,11 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
                 assert isinstance(op, ListNamespacesOp)
                 listings.append((i, op, [decode_namespace(_text(m)) for m in reply]))
         for i, sop, namespaces in searches:
-            results[i] = yield from _search(config, sop, namespaces, now)
+            query = embedding.queries.get(sop.query) if sop.query else None
+            if query and config.dims is not None:
+                results[i] = yield from _vector_search(config, sop, namespaces, now, query)
+            else:
+                results[i] = yield from _search(config, sop, namespaces, now)
         for i, lop, namespaces in listings:
             results[i] = yield from _list_namespaces(config, lop, namespaces, now)
     if puts:
@@ -233,7 +245,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op]) -> Rounds:
         first_stamp = None if config.clock is None else int(now) * 1000
         for n, op in enumerate(puts.values()):
             stamp = "" if first_stamp is None else str(first_stamp + n)
-            for call in _put_calls(config, op, now, stamp):
+            vectors = embedding.vectors.get((op.namespace, op.key), b"")
+            for call in _put_calls(config, op, now, stamp, vectors):
                 calls.append(call)
                 put = call[0] == "script" and op.value is not None
                 owners.append(encode_namespace(op.namespace) if put else None)
@@ -270,7 +283,7 @@ def _search(
                     "script",
                     "store_page",
                     namespace_keys(config.prefix, c.namespace),
-                    [now, refresh, c.score, c.member, page],
+                    [now, refresh, c.score, c.member, page, ""],
                 )
                 for c in wanted
             ]
@@ -310,6 +323,92 @@ def _search(
         )
         matched.append(best.buffer.pop(0))
     return matched[op.offset : op.offset + op.limit]
+
+
+# A query search's reply per round stays near this many bytes of vectors: a page per
+# namespace, as many namespaces as fit (at 1536 dims, 16 pages of 325 items: some 32 MB).
+VECTOR_ROUND_BYTES = 32_000_000
+
+
+def _vector_search(
+    config: StoreConfig,
+    op: SearchOp,
+    namespaces: list[tuple[str, ...]],
+    now: str,
+    query: list[float],
+) -> Generator[list[Call], list[Any], list[SearchItem]]:
+    """An exact search: every item under the prefix that the filter keeps, read with its
+    vectors in pages of each namespace's index, scored by its best cosine with the query as
+    each round comes in; only the best ``offset + limit`` so far are kept, so the client holds
+    one round and those. Scored items first, best first; then the items without vectors,
+    newest-updated first; ties go newest-updated first, then to the namespace that sorts
+    first. Offset and limit apply to that whole order."""
+    assert config.dims is not None
+    if op.limit <= 0 or not namespaces:
+        return []
+    need = op.offset + op.limit
+    # a page's reply stays near 2 MB of vectors (one vector an item, most often)
+    page = max(PAGE_MIN, min(PAGE_MAX, 2_000_000 // (4 * config.dims)))
+    per_round = max(1, VECTOR_ROUND_BYTES // (page * 4 * config.dims))
+    refresh = "1" if op.refresh_ttl else "0"
+    cursors = [_Cursor(n) for n in namespaces]
+    # (order key, (namespace, key, value JSON or parsed, created µs, updated µs, score))
+    kept: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
+    while True:
+        wanted = [c for c in cursors if not c.done][:per_round]
+        if not wanted:
+            break
+        calls: list[Call] = [
+            (
+                "script",
+                "store_page",
+                namespace_keys(config.prefix, c.namespace),
+                [now, refresh, c.score, c.member, page, "1"],
+            )
+            for c in wanted
+        ]
+        replies = yield calls
+        found: list[tuple[Any, ...]] = []
+        blobs: list[bytes] = []
+        for c, reply in zip(wanted, replies, strict=True):
+            read = int(reply[0])
+            if read < 0:
+                raise _lost(config, c.namespace, _text(reply[1]), reply[2])
+            if read:
+                c.score, c.member = reply[1], reply[2]
+            if read < page:
+                c.done = True
+            body = reply[3:]
+            for j in range(0, len(body), 5):
+                value: Any = body[j + 1]
+                if op.filter:
+                    value = json.loads(value)
+                    if not all(compare_values(value.get(k), v) for k, v in op.filter.items()):
+                        continue
+                updated = int(float(_text(body[j + 3])))
+                found.append((c.namespace, body[j], value, body[j + 2], updated))
+                blobs.append(body[j + 4])
+        scores = item_scores(query, blobs, config.dims)
+        for item, score in zip(found, scores, strict=True):
+            order = (score is None, -(score or 0.0), -item[4], encode_namespace(item[0]))
+            kept.append((order, (*item, score)))
+        if len(kept) > 2 * need:
+            kept = heapq.nsmallest(need, kept, key=lambda k: k[0])
+    out = []
+    for _, (namespace, key, value, created, updated, score) in heapq.nsmallest(
+        need, kept, key=lambda k: k[0]
+    )[op.offset :]:
+        out.append(
+            SearchItem(
+                namespace=namespace,
+                key=_text(key),
+                value=json.loads(value) if isinstance(value, (bytes, str)) else value,
+                created_at=_moment(created),
+                updated_at=_moment(updated),
+                score=score,
+            )
+        )
+    return out
 
 
 def _alive(

@@ -1,7 +1,7 @@
 """The store's key layout (``RedisStore`` / ``AsyncRedisStore``), under a prefix ``S``.
 
 A namespace ``("users", "u1", "memories")`` is encoded ``users.u1.memories`` (LangGraph forbids
-periods and NUL bytes in labels, so the encoding is one-to-one). Each namespace ``N`` owns five
+periods and NUL bytes in labels, so the encoding is one-to-one). Each namespace ``N`` owns six
 keys sharing the hash tag ``{S:N}``, so every per-namespace script runs on one slot of a cluster:
 
     S:{S:N}:h   HASH  item key -> value (JSON)
@@ -9,6 +9,8 @@ keys sharing the hash tag ``{S:N}``, so every per-namespace script runs on one s
     S:{S:N}:z   ZSET  item key scored by updated_at (µs): the namespace's index, newest last
     S:{S:N}:x   ZSET  item key scored by its expiry (ms since the epoch); items with a TTL only
     S:{S:N}:t   HASH  item key -> the item's TTL (ms), read by refresh_ttl
+    S:{S:N}:v   HASH  item key -> the item's vectors (semantic search: float32s end to end,
+                      see vectors.py); items embedded only
 
 and one global key (another slot on a cluster):
 
@@ -23,7 +25,7 @@ each namespace it reads (``store_alive``) and removes the empty ones.
 
 from __future__ import annotations
 
-KEY_SUFFIXES = ("h", "m", "z", "x", "t")
+KEY_SUFFIXES = ("h", "m", "z", "x", "t", "v")
 
 
 def encode_namespace(namespace: tuple[str, ...]) -> str:
@@ -37,7 +39,7 @@ def decode_namespace(encoded: str) -> tuple[str, ...]:
 
 
 def namespace_keys(prefix: str, namespace: tuple[str, ...]) -> list[str]:
-    """The five keys of ``namespace``, in the order the store scripts take them."""
+    """The six keys of ``namespace``, in the order the store scripts take them."""
     tag = f"{prefix}:{{{prefix}:{encode_namespace(namespace)}}}"
     return [f"{tag}:{suffix}" for suffix in KEY_SUFFIXES]
 
