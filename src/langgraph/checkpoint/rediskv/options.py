@@ -201,6 +201,9 @@ ENV_VARS: tuple[str, ...] = (
     KEEP_LAST_VAR,
     INDEX_VAR,
 )
+# the long-term memory store's (langgraph.store.rediskv.server): known here too, so that
+# the checkpointer does not take it for a typo of its own
+STORE_PREFIX_VAR = "REDISKV_STORE_PREFIX"
 _OWN_NAMESPACE = "REDISKV_"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -293,10 +296,14 @@ def env_kwargs(env: Mapping[str, str], ttl_given: bool = False) -> dict[str, Any
     raises :class:`SettingsError` on the first bad variable. ``ttl_given``: an argument
     sets the ttl, so the ttl variables need not agree with each other."""
     unknown = sorted(
-        name for name in env if name.startswith(_OWN_NAMESPACE) and name not in ENV_VARS
+        name
+        for name in env
+        if name.startswith(_OWN_NAMESPACE) and name not in (*ENV_VARS, STORE_PREFIX_VAR)
     )
     if unknown:
-        known = ", ".join(name for name in ENV_VARS if name.startswith(_OWN_NAMESPACE))
+        known = ", ".join(
+            name for name in (*ENV_VARS, STORE_PREFIX_VAR) if name.startswith(_OWN_NAMESPACE)
+        )
         raise SettingsError(unknown[0], env[unknown[0]], f"unknown variable; known: {known}")
 
     raw_url = _get(env, URL_VAR)

@@ -1,0 +1,40 @@
+"""The graph the Agent Server store test serves: a bot that remembers what a user tells it.
+
+``remember`` stores the last message of the run under ``("memories", <user_id>)`` (the
+run's ``configurable.user_id``) through the server's store, then answers with every memory of
+that user it finds, oldest first: ``"I remember: <text>; <text>"``. Two threads of one user
+share what they remember; the test reads the store back over HTTP and in Redis.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_store
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+async def remember(state: State, config: RunnableConfig) -> dict[str, Any]:
+    store = get_store()
+    user = config["configurable"]["user_id"]
+    last = state["messages"][-1]
+    await store.aput(("memories", user), str(last.id), {"text": last.content})
+    found = await store.asearch(("memories", user), limit=100)
+    texts = [item.value["text"] for item in sorted(found, key=lambda item: item.created_at)]
+    n = sum(1 for m in state["messages"] if m.type == "human")
+    return {"messages": [AIMessage(content="I remember: " + "; ".join(texts), id=f"ai-{n}")]}
+
+
+builder = StateGraph(State)
+builder.add_node("remember", remember)
+builder.add_edge(START, "remember")
+builder.add_edge("remember", END)
+graph = builder.compile()
