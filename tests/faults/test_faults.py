@@ -101,12 +101,15 @@ def test_killed_connections_during_a_200_turn_run(private_server: PrivateServer)
         problems = saver.check_invariants()
         # graph.invoke stores checkpoints in the background (durability "async"): the
         # writes of a step can be stored while the put of its checkpoint is the call that
-        # failed. Those writes belong to no checkpoint (the checker reports them; prune and
-        # delete remove them); only they, and only for puts that failed, may be there.
+        # failed, and a put that failed fails the puts chained after it (langgraph's
+        # _checkpointer_put_after_previous) while their steps' tasks may store writes too.
+        # Those writes belong to no checkpoint (the checker reports them; prune and delete
+        # remove them); only writes of checkpoints never acknowledged, and only after a
+        # failure, may be there. (One failure left two such checkpoints in a run.)
         stored = {c["configurable"]["checkpoint_id"] for c in acknowledged}
         orphans = [p for p in problems if p.problem == "writes without checkpoint"]
         assert [p for p in problems if p not in orphans] == []
-        assert len(orphans) <= len(failures)
+        assert failures or not orphans
         assert not any(p.key.rsplit(":", 1)[1] in stored for p in orphans)
     admin.close()
 
