@@ -446,6 +446,22 @@ def steps(history: list[dict[str, Any]]) -> list[tuple[int, str, int]]:
     ]
 
 
+def server_env(server_url: str, **settings: str) -> dict[str, str]:
+    """The environment of a `langgraph dev` in a test: this process's, without its REDISKV_
+    variables, with REDIS_URL, ``settings`` and nothing sent out (no analytics, tracing or
+    version check)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REDISKV_")}
+    return env | {
+        "REDIS_URL": server_url,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "PYTHONUNBUFFERED": "1",
+        **settings,
+    }
+
+
 @pytest.fixture
 def agent_server(tmp_path: Path, server_url: str) -> Iterator[tuple[AgentServer, str]]:
     prefix = new_prefix()
@@ -459,17 +475,7 @@ def agent_server(tmp_path: Path, server_url: str) -> Iterator[tuple[AgentServer,
             }
         )
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REDISKV_")}
-    env |= {
-        "REDIS_URL": server_url,
-        "REDISKV_PREFIX": prefix,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "true",
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
-        "PYTHONUNBUFFERED": "1",
-    }
-    server = AgentServer(tmp_path, env)
+    server = AgentServer(tmp_path, server_env(server_url, REDISKV_PREFIX=prefix))
     client = redis.Redis.from_url(server_url)
     try:
         yield server, prefix

@@ -9,7 +9,6 @@ semantic search with an embedder the deployment names by file, and a restart.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from langgraph.store.rediskv import AsyncRedisStore
 from langgraph.store.rediskv.server import SettingsError, store, store_kwargs_from_env
 
 from ..conftest import new_prefix
-from .test_agent_server import AgentServer, human, keys_under, unlink_prefix
+from .test_agent_server import AgentServer, human, keys_under, server_env, unlink_prefix
 
 MEMORY_GRAPH = Path(__file__).parents[1] / "agent_server" / "memory_graph.py"
 STORE_FACTORY = "langgraph.store.rediskv.server.store"
@@ -162,17 +161,7 @@ def memory_server(tmp_path: Path, server_url: str) -> Iterator[tuple[AgentServer
             }
         )
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REDISKV_")}
-    env |= {
-        "REDIS_URL": server_url,
-        "REDISKV_PREFIX": saver_prefix,
-        "REDISKV_STORE_PREFIX": store_prefix,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "true",
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = server_env(server_url, REDISKV_PREFIX=saver_prefix, REDISKV_STORE_PREFIX=store_prefix)
     server = AgentServer(tmp_path, env)
     client = redis.Redis.from_url(server_url)
     try:

@@ -264,15 +264,19 @@ def not_a_cluster_client(url: str, exc: Exception) -> ValueError:
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, InvalidResponse)
 
 
-def refuse_decoding_client(client: Any) -> None:
+def refuse_decoding_client(
+    client: Any,
+    bytes_stored: str = "checkpoints are stored as bytes: give the saver a client, or a URL "
+    "and options, without decode_responses",
+) -> None:
     """A client that decodes replies into text (``decode_responses=True``) cannot read the
-    saver's values, which are bytes: refused before anything is written."""
+    saver's values, which are bytes: refused before anything is written. ``bytes_stored``:
+    what is stored as bytes and what to do (the store's vectors say theirs)."""
     encoder = client.get_encoder() if hasattr(client, "get_encoder") else None
     if getattr(encoder, "decode_responses", False):
         raise ValueError(
-            "the Redis client decodes replies into text (decode_responses=True), but "
-            "checkpoints are stored as bytes: give the saver a client, or a URL and options, "
-            "without decode_responses"
+            f"the Redis client decodes replies into text (decode_responses=True), but "
+            f"{bytes_stored}"
         )
 
 

@@ -19,7 +19,7 @@ from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
-from .base import default_url, refuse_decoding_client, store_config, store_script_sources
+from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
 from .core import Call, Rounds, run_batch, run_sweep
 from .vectors import aembed, embed, plan, vector_index
 
@@ -52,7 +52,7 @@ class _Common(BaseStore):
         self._client = client if client is not None else connect(default_url(url))
         if self._index is not None:
             self.config.dims = self._index.dims
-            refuse_decoding_client(self._client)  # (connects lazily: nothing to close)
+            refuse_vector_decoding_client(self._client)  # (connects lazily: nothing to close)
         self._scripts = {
             name: self._client.register_script(source)
             for name, source in store_script_sources().items()

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.store.base import TTLConfig
 
+from langgraph.checkpoint.rediskv.base import refuse_decoding_client
 from langgraph.checkpoint.rediskv.scripts import assemble, lua_dir
 
 from .core import StoreConfig
@@ -39,15 +40,12 @@ def default_url(url: str | None) -> str:
     return url or os.environ.get("REDIS_URL") or "redis://localhost:6379/0"
 
 
-def refuse_decoding_client(client: Any) -> None:
+def refuse_vector_decoding_client(client: Any) -> None:
     """The vectors are bytes: a client that decodes replies into text cannot read them."""
-    encoder = client.get_encoder() if hasattr(client, "get_encoder") else None
-    if getattr(encoder, "decode_responses", False):
-        raise ValueError(
-            "the Redis client decodes replies into text (decode_responses=True), but the "
-            "store's vectors (index=) are bytes: give the store a client without "
-            "decode_responses"
-        )
+    refuse_decoding_client(
+        client,
+        "the store's vectors (index=) are bytes: give the store a client without decode_responses",
+    )
 
 
 def reply_value(value: Any) -> Any:

@@ -262,6 +262,40 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
     return results
 
 
+def _page_calls(
+    config: StoreConfig,
+    cursors: Sequence[_Cursor],
+    now: str,
+    refresh: str,
+    page: int,
+    vectors: bool,
+) -> list[Call]:
+    """The next page of each cursor's namespace (store_page.lua), with the items' vectors
+    when ``vectors``."""
+    return [
+        (
+            "script",
+            "store_page",
+            namespace_keys(config.prefix, c.namespace),
+            [now, refresh, c.score, c.member, page, "1" if vectors else ""],
+        )
+        for c in cursors
+    ]
+
+
+def _advance(config: StoreConfig, cursor: _Cursor, reply: Any, page: int) -> list[Any]:
+    """The items of a page's reply, the cursor moved past them (done after a short page); an
+    item that lost a key raises."""
+    read = int(reply[0])
+    if read < 0:
+        raise _lost(config, cursor.namespace, _text(reply[1]), reply[2])
+    if read:
+        cursor.score, cursor.member = reply[1], reply[2]
+    if read < page:
+        cursor.done = True
+    return list(reply[3:])
+
+
 def _search(
     config: StoreConfig, op: SearchOp, namespaces: list[tuple[str, ...]], now: str
 ) -> Generator[list[Call], list[Any], list[SearchItem]]:
@@ -278,25 +312,9 @@ def _search(
     while len(matched) < need:
         wanted = [c for c in cursors if not c.buffer and not c.done]
         if wanted:
-            calls: list[Call] = [
-                (
-                    "script",
-                    "store_page",
-                    namespace_keys(config.prefix, c.namespace),
-                    [now, refresh, c.score, c.member, page, ""],
-                )
-                for c in wanted
-            ]
-            replies = yield calls
+            replies = yield _page_calls(config, wanted, now, refresh, page, vectors=False)
             for c, reply in zip(wanted, replies, strict=True):
-                read = int(reply[0])
-                if read < 0:
-                    raise _lost(config, c.namespace, _text(reply[1]), reply[2])
-                if read:
-                    c.score, c.member = reply[1], reply[2]
-                body = reply[3:]
-                if read < page:
-                    c.done = True
+                body = _advance(config, c, reply, page)
                 for j in range(0, len(body), 4):
                     value = json.loads(body[j + 1])
                     if op.filter and not all(
@@ -358,27 +376,11 @@ def _vector_search(
         wanted = [c for c in cursors if not c.done][:per_round]
         if not wanted:
             break
-        calls: list[Call] = [
-            (
-                "script",
-                "store_page",
-                namespace_keys(config.prefix, c.namespace),
-                [now, refresh, c.score, c.member, page, "1"],
-            )
-            for c in wanted
-        ]
-        replies = yield calls
+        replies = yield _page_calls(config, wanted, now, refresh, page, vectors=True)
         found: list[tuple[Any, ...]] = []
         blobs: list[bytes] = []
         for c, reply in zip(wanted, replies, strict=True):
-            read = int(reply[0])
-            if read < 0:
-                raise _lost(config, c.namespace, _text(reply[1]), reply[2])
-            if read:
-                c.score, c.member = reply[1], reply[2]
-            if read < page:
-                c.done = True
-            body = reply[3:]
+            body = _advance(config, c, reply, page)
             for j in range(0, len(body), 5):
                 value: Any = body[j + 1]
                 if op.filter:
