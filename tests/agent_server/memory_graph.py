@@ -1,9 +1,10 @@
 """The graph the Agent Server store test serves: a bot that remembers what a user tells it.
 
-``remember`` stores the last message of the run under ``("memories", <user_id>)`` (the
-run's ``configurable.user_id``) through the server's store, then answers with every memory of
-that user it finds, oldest first: ``"I remember: <text>; <text>"``. Two threads of one user
-share what they remember; the test reads the store back over HTTP and in Redis.
+``note``, a sync node (the server runs it in a thread, so its store calls are the sync ones
+of an async store), stores the last message of the run under ``("memories", <user_id>)``
+(the run's ``configurable.user_id``); ``remember``, an async node, answers with every memory
+of that user it finds, oldest first: ``"I remember: <text>; <text>"``. Two threads of one
+user share what they remember; the test reads the store back over HTTP and in Redis.
 """
 
 from __future__ import annotations
@@ -22,19 +23,25 @@ class State(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-async def remember(state: State, config: RunnableConfig) -> dict[str, Any]:
-    store = get_store()
-    user = config["configurable"]["user_id"]
+def note(state: State, config: RunnableConfig) -> dict[str, Any]:
     last = state["messages"][-1]
-    await store.aput(("memories", user), str(last.id), {"text": last.content})
-    found = await store.asearch(("memories", user), limit=100)
+    get_store().put(
+        ("memories", config["configurable"]["user_id"]), str(last.id), {"text": last.content}
+    )
+    return {}
+
+
+async def remember(state: State, config: RunnableConfig) -> dict[str, Any]:
+    found = await get_store().asearch(("memories", config["configurable"]["user_id"]), limit=100)
     texts = [item.value["text"] for item in sorted(found, key=lambda item: item.created_at)]
     n = sum(1 for m in state["messages"] if m.type == "human")
     return {"messages": [AIMessage(content="I remember: " + "; ".join(texts), id=f"ai-{n}")]}
 
 
 builder = StateGraph(State)
+builder.add_node("note", note)
 builder.add_node("remember", remember)
-builder.add_edge(START, "remember")
+builder.add_edge(START, "note")
+builder.add_edge("note", "remember")
 builder.add_edge("remember", END)
 graph = builder.compile()

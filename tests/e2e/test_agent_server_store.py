@@ -8,6 +8,7 @@ semantic search with an embedder the deployment names by file, and a restart.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Iterator
@@ -93,6 +94,25 @@ def test_the_store_section_of_langgraph_json(tmp_path: Path) -> None:
             {"REDIS_URL": "http://x"},
             "REDIS_URL='http://x' is invalid: use a redis://, rediss:// or unix:// URL",
         ),
+        (
+            {"REDISKV_CLUSTER": "true"},
+            "REDISKV_CLUSTER='true' is invalid: the store does not take a Redis Cluster yet",
+        ),
+        (
+            {"LANGGRAPH_STORE": '{"ttl": {"default_ttl": "1 day"}}'},
+            'LANGGRAPH_STORE=\'{"ttl": {"default_ttl": "1 day"}}\' is invalid: ttl '
+            "'default_ttl' must be a positive number of minutes, not '1 day'",
+        ),
+        (
+            {"LANGGRAPH_STORE": '{"ttl": {"default_ttl": 60, "sweep_interval_minutes": -1}}'},
+            'LANGGRAPH_STORE=\'{"ttl": {"default_ttl": 60, "sweep_interval_minutes": -1}}\' is '
+            "invalid: ttl 'sweep_interval_minutes' must be a positive number of minutes, not -1",
+        ),
+        (
+            {"LANGGRAPH_STORE": '{"ttl": {"default_ttl": 60, "refresh_on_read": "yes"}}'},
+            'LANGGRAPH_STORE=\'{"ttl": {"default_ttl": 60, "refresh_on_read": "yes"}}\' is '
+            "invalid: ttl 'refresh_on_read' must be true or false, not 'yes'",
+        ),
     ],
 )
 def test_a_bad_setting_names_itself(env: dict[str, str], message: str) -> None:
@@ -127,6 +147,58 @@ async def test_the_factory_yields_a_store_of_the_environment(
             found = await memory.asearch(("u1",), query="tea")
             assert [(item.key, item.score) for item in found] == [("b", 1.0), ("a", 0.0)]
             assert keys_under(client, prefix) != []
+    finally:
+        unlink_prefix(client, prefix)
+        client.close()
+
+
+async def test_sync_calls_from_threads_work_before_any_async_call(
+    monkeypatch: pytest.MonkeyPatch, server_url: str
+) -> None:
+    """The server runs a sync node in a thread: its store calls go to the store's loop,
+    which the factory made the store on (nothing async ran before)."""
+    prefix = new_prefix()
+    monkeypatch.setenv("REDIS_URL", server_url)
+    monkeypatch.setenv("REDISKV_STORE_PREFIX", prefix)
+    client = redis.Redis.from_url(server_url)
+    try:
+        async with store() as memory:
+            await asyncio.to_thread(memory.put, ("u1",), "a", {"text": "tea"})
+            got = await asyncio.to_thread(memory.get, ("u1",), "a")
+            assert got is not None and got.value == {"text": "tea"}
+    finally:
+        unlink_prefix(client, prefix)
+        client.close()
+
+
+async def test_a_client_that_decodes_replies_is_blamed_on_the_url(
+    monkeypatch: pytest.MonkeyPatch, server_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "embed.py").write_text(EMBED_SOURCE)
+    section = {"index": {"dims": 4, "embed": f"{tmp_path}/embed.py:embed"}}
+    monkeypatch.setenv("REDIS_URL", f"{server_url}?decode_responses=True")
+    monkeypatch.setenv("LANGGRAPH_STORE", json.dumps(section))
+    with pytest.raises(SettingsError) as failed:
+        async with store():
+            pass
+    assert str(failed.value).startswith(f"REDIS_URL='{server_url}?decode_responses=True' is")
+    assert "the store's vectors (index=) are bytes" in str(failed.value)
+
+
+async def test_the_sweeper_runs_with_sweep_interval_minutes(
+    monkeypatch: pytest.MonkeyPatch, server_url: str
+) -> None:
+    prefix = new_prefix()
+    ttl = {"default_ttl": 1, "sweep_interval_minutes": 1}
+    monkeypatch.setenv("REDIS_URL", server_url)
+    monkeypatch.setenv("REDISKV_STORE_PREFIX", prefix)
+    monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({"ttl": ttl}))
+    client = redis.Redis.from_url(server_url)
+    try:
+        async with store() as memory:
+            sweeper = memory._sweeper_task
+            assert sweeper is not None and not sweeper.done()
+        assert sweeper.done()
     finally:
         unlink_prefix(client, prefix)
         client.close()

@@ -141,7 +141,8 @@ def test_a_put_replaces_the_vectors_and_a_delete_drops_them(
 ) -> None:
     v_key = namespace_keys(store.config.prefix, ("r",))[5]
     store.put(("r",), "k", {"text": "tea"})
-    assert client.hget(v_key, "k") == b"\x00\x00\x80?" + b"\x00" * 12  # float32 1, 0, 0, 0
+    # dims 4 (uint32), then float32 1, 0, 0, 0
+    assert client.hget(v_key, "k") == b"\x04\x00\x00\x00" + b"\x00\x00\x80?" + b"\x00" * 12
     store.put(("r",), "k", {"text": "coffee"})
     assert keyed(store.search(("r",), query="tea")) == [("k", 0.0)]
     store.put(("r",), "k", {"text": "tea"}, index=False)  # the vectors of "coffee" go
@@ -191,24 +192,28 @@ def test_a_vector_of_other_dims_is_refused_and_nothing_is_lost(
         del VECTORS["short"]
 
 
-def test_vectors_stored_with_other_dims_are_a_clear_error(server_url: str) -> None:
+@pytest.mark.parametrize("other_dims", [3, 2])
+def test_vectors_stored_with_other_dims_are_a_clear_error(server_url: str, other_dims: int) -> None:
+    """Also dims that divide the stored ones (2 of 4: each vector would read as two)."""
     prefix = new_prefix()
     four = {"dims": 4, "embed": KnownEmbeddings(), "fields": ["text"]}
     with RedisStore.from_conn_string(server_url, prefix=prefix, index=four) as store:
         store.put(("o",), "k", {"text": "tea"})
 
-    def three(texts: list[str]) -> list[list[float]]:
-        return [[1.0, 0.0, 0.0] for _ in texts]
+    def other(texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (other_dims - 1) for _ in texts]
 
-    index = {"dims": 3, "embed": three, "fields": ["text"]}
+    index = {"dims": other_dims, "embed": other, "fields": ["text"]}
     with RedisStore.from_conn_string(server_url, prefix=prefix, index=index) as store:
         with pytest.raises(ValueError) as error:
             store.search(("o",), query="tea")
         assert str(error.value) == (
-            "stored vectors of 16 bytes are not vectors of dims=3 "
-            "(written by a store with another dims?)"
+            f"stored vectors of dims=4 (20 bytes) do not fit the store's index, "
+            f"dims={other_dims} (written by a store with another dims? re-put the items)"
         )
         assert keyed(store.search(("o",))) == [("k", None)]  # a search without query reads
+        store.put(("o",), "k", {"text": "tea"})  # re-put: of the new dims
+        assert [(i.key, i.score) for i in store.search(("o",), query="tea")] == [("k", 1.0)]
 
 
 @pytest.mark.parametrize(

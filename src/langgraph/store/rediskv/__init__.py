@@ -218,8 +218,12 @@ class AsyncRedisStore(_Common):
     ) -> None:
         self._init(url, client, aredis.Redis.from_url, prefix, ttl, index)
         # the event loop the store runs on, for sync calls from other threads (a sync node or
-        # tool of an async graph runs in an executor thread): known once a coroutine ran
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # tool of an async graph runs in an executor thread): the one it is made on (the
+        # Agent Server's factory, from_conn_string), else the first to run a coroutine of it
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
         self._sweeper_task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -319,7 +323,7 @@ class AsyncRedisStore(_Common):
             )
         if self._loop is None or self._loop.is_closed():
             raise asyncio.InvalidStateError(
-                "AsyncRedisStore has no running event loop yet: make one async call (or "
-                "enter from_conn_string) on the loop it serves before sync calls from threads"
+                "AsyncRedisStore has no running event loop yet: make it on the loop it serves "
+                "(or make one async call there) before sync calls from threads"
             )
         return asyncio.run_coroutine_threadsafe(self.abatch(ops), self._loop).result()

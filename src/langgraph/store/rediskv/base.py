@@ -33,6 +33,17 @@ def store_config(prefix: str, ttl: TTLConfig | None) -> StoreConfig:
         unknown = set(ttl) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
         if unknown:
             raise ValueError(f"unknown ttl settings: {sorted(unknown)}")
+        for name in ("default_ttl", "sweep_interval_minutes"):
+            minutes = ttl.get(name)
+            if minutes is not None and (
+                isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0
+            ):
+                raise ValueError(
+                    f"ttl {name!r} must be a positive number of minutes, not {minutes!r}"
+                )
+        refresh = ttl.get("refresh_on_read")
+        if refresh is not None and not isinstance(refresh, bool):
+            raise ValueError(f"ttl 'refresh_on_read' must be true or false, not {refresh!r}")
     return StoreConfig(prefix=prefix, ttl=ttl)
 
 

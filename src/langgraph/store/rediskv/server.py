@@ -35,10 +35,16 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from langgraph.checkpoint.rediskv.errors import RedisUnavailableError, SettingsError
-from langgraph.checkpoint.rediskv.options import STORE_PREFIX_VAR, URL_VAR, env_kwargs
+from langgraph.checkpoint.rediskv.options import (
+    CLUSTER_VAR,
+    STORE_PREFIX_VAR,
+    URL_VAR,
+    env_kwargs,
+)
 from langgraph.checkpoint.rediskv.settings import redact_url
 
 from . import AsyncRedisStore
+from .base import store_config
 
 __all__ = ["STORE_CONFIG_VAR", "SettingsError", "store", "store_kwargs_from_env"]
 
@@ -55,12 +61,20 @@ def store_kwargs_from_env(environ: Mapping[str, str] | None = None) -> dict[str,
     setting (an ``index`` whose ``embed`` cannot be loaded included)."""
     env = os.environ if environ is None else environ
     saver = env_kwargs(env)  # (REDIS_URL checked as for the checkpointer; REDISKV_* typos too)
+    if saver["cluster"]:
+        raise SettingsError(
+            CLUSTER_VAR, env[CLUSTER_VAR], "the store does not take a Redis Cluster yet"
+        )
     prefix = (env.get(STORE_PREFIX_VAR) or "").strip() or DEFAULT_STORE_PREFIX
     if ":" in prefix or "{" in prefix or "}" in prefix:
         raise SettingsError(STORE_PREFIX_VAR, prefix, "use a prefix without ':', '{' or '}'")
     section = _store_section(env)
     kwargs: dict[str, Any] = {"url": saver["url"], "prefix": prefix}
     if section.get("ttl") is not None:
+        try:
+            store_config(prefix, section["ttl"])
+        except ValueError as exc:
+            raise SettingsError(STORE_CONFIG_VAR, env[STORE_CONFIG_VAR], str(exc)) from None
         kwargs["ttl"] = section["ttl"]
     if section.get("index") is not None:
         kwargs["index"] = _index_config(env, section["index"])
@@ -111,6 +125,9 @@ async def store() -> AsyncIterator[AsyncRedisStore]:
     try:
         memory = AsyncRedisStore(url, **kwargs)
     except ValueError as exc:
+        # (a client that decodes replies comes of the URL's options; the rest, of the index)
+        if "decode_responses" in str(exc):
+            raise SettingsError(URL_VAR, redact_url(url), str(exc)) from exc
         raise SettingsError(
             STORE_CONFIG_VAR, os.environ.get(STORE_CONFIG_VAR, ""), str(exc)
         ) from exc

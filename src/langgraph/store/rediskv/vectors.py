@@ -99,7 +99,7 @@ class Embedding:
             )
         by_text = {t: pack(v, index.dims, t) for t, v in zip(texts, documents, strict=True)}
         self.vectors = {
-            item: b"".join(by_text[t] for t in item_texts)
+            item: dims_header(index.dims) + b"".join(by_text[t] for t in item_texts)
             for item, item_texts in self.texts.items()
         }
         for query, vector in zip(list(self.queries), queries, strict=True):
@@ -157,16 +157,29 @@ def pack(vector: Sequence[float], dims: int, text: str) -> bytes:
     return packed.tobytes()
 
 
-def unpack(blob: bytes, dims: int) -> list[list[float]]:
-    """An item's vectors (see :func:`pack`); a ValueError when the bytes do not hold whole
-    vectors of ``dims`` (vectors written with another ``dims``)."""
-    if len(blob) % (4 * dims):
+def dims_header(dims: int) -> bytes:
+    """What an item's vectors start with: their ``dims``, 4 bytes little-endian, so that a
+    store opened with another ``dims`` is refused (one that divides the stored one would
+    read each vector as several short ones)."""
+    return dims.to_bytes(4, "little")
+
+
+def vector_bytes(blob: bytes, dims: int) -> bytes:
+    """The float32s of an item's stored vectors (see :class:`Embedding`), after a check that
+    they are of ``dims``: a ValueError naming both otherwise."""
+    stored = int.from_bytes(blob[:4], "little") if len(blob) >= 4 else None
+    if stored != dims or (len(blob) - 4) % (4 * dims):
         raise ValueError(
-            f"stored vectors of {len(blob)} bytes are not vectors of dims={dims} "
-            "(written by a store with another dims?)"
+            f"stored vectors of dims={stored} ({len(blob)} bytes) do not fit the store's index, "
+            f"dims={dims} (written by a store with another dims? re-put the items)"
         )
+    return blob[4:]
+
+
+def unpack(blob: bytes, dims: int) -> list[list[float]]:
+    """An item's stored vectors (see :func:`vector_bytes`)."""
     values = array("f")
-    values.frombytes(blob)
+    values.frombytes(vector_bytes(blob, dims))
     if sys.byteorder != "little":
         values.byteswap()
     flat = values.tolist()
@@ -186,20 +199,18 @@ def item_scores(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> li
     stored float32s, so that the same vectors score the same (the rows' norms summed by
     einsum, some 40 times faster than ``linalg.norm`` here, exact for integer vectors and
     within 1e-15 otherwise)."""
-    for blob in blobs:
-        if len(blob) % (4 * dims):
-            unpack(blob, dims)  # raises, naming the problem
-    counts = [len(blob) // (4 * dims) for blob in blobs]
+    rows = [vector_bytes(blob, dims) if blob else b"" for blob in blobs]
+    counts = [len(r) // (4 * dims) for r in rows]
     if not any(counts):
         return [None] * len(blobs)
     if _has_numpy():
         import numpy as np
 
         x = np.array(query)
-        y = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dims).astype(np.float64)
+        y = np.frombuffer(b"".join(rows), dtype="<f4").reshape(-1, dims).astype(np.float64)
         x_norm = np.linalg.norm(x)
         y_norm = np.sqrt(np.einsum("ij,ij->i", y, y))
-        mask = y_norm != 0
+        mask = (y_norm != 0) & (x_norm != 0)  # (a zero query scores 0, as without numpy)
         scores = np.zeros_like(y_norm)
         scores[mask] = np.dot(y[mask], x) / (y_norm[mask] * x_norm)
         flat: list[float] = scores.tolist()
@@ -207,7 +218,7 @@ def item_scores(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> li
         flat = []
         norm1 = sum(a * a for a in query) ** 0.5
         for blob in blobs:
-            for row in unpack(blob, dims):
+            for row in unpack(blob, dims) if blob else []:
                 dot = sum(a * b for a, b in zip(query, row, strict=False))
                 norm2 = sum(a * a for a in row) ** 0.5
                 flat.append(dot / (norm1 * norm2) if norm1 > 0 and norm2 > 0 else 0.0)
