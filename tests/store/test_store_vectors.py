@@ -296,10 +296,15 @@ def test_a_search_over_several_pages_ranks_as_inmemorystore(
         run = store._run
         monkeypatch.setattr(store, "_run", lambda calls: rounds.append(calls) or run(calls))
         got = store.search(("p",), query="5", limit=2000)
-        # the namespace index, then pages of at most 512 items, one per namespace a round
-        pages = [[(c[2][0][-6:], c[3][4:]) for c in calls] for calls in rounds[1:]]
+        # the namespace index, then pages of at most 512 items, one per namespace a round,
+        # read without renewing them, then the items returned renewed (refresh_ttl)
+        # (each page: its namespace, then refresh, page size and vectors of its arguments)
+        pages = [
+            [(c[2][0][-6:], c[3][1], c[3][4], c[3][5]) for c in calls] for calls in rounds[1:-1]
+        ]
         assert [c[:2] for c in rounds[0]] == [("command", "ZRANGEBYLEX")]
-        assert pages == [[("p.0}:h", [512, "1"]), ("p.1}:h", [512, "1"])]] * 2
+        assert pages == [[("p.0}:h", "0", 512, "1"), ("p.1}:h", "0", 512, "1")]] * 2
+        assert [(c[1], c[3][1]) for c in rounds[-1]] == [("store_get", "1")] * 1300
         order = {(tuple(i.namespace), i.key): n for n, i in enumerate(ops[::-1])}
         # ties: InMemoryStore keeps insertion order, this store puts the newest first
         want.sort(key=lambda i: (-(i.score or 0.0), order[(tuple(i.namespace), i.key)]))
@@ -314,5 +319,40 @@ def test_a_search_over_several_pages_ranks_as_inmemorystore(
         rounds.clear()
         page = store.search(("p",), query="5", limit=3, offset=2)
         assert [(i.key, i.score) for i in page] == [(i.key, i.score) for i in want[2:5]]
-        pages = [[(c[2][0][-6:], c[3][4:]) for c in calls] for calls in rounds[1:]]
+        pages = [[(c[2][0][-6:], c[3][4:]) for c in calls] for calls in rounds[1:-1]]
         assert pages == [[("p.0}:h", [512, "1"])]] * 2 + [[("p.1}:h", [512, "1"])]] * 2
+        assert [(c[1], c[3][2].decode()) for c in rounds[-1]] == [
+            ("store_get", i.key) for i in page
+        ]
+
+
+def test_a_query_search_renews_only_the_items_it_returns(server_url: str) -> None:
+    """refresh_on_read: a query reads every item under the prefix, and renews only those it
+    returns (before, one broad search kept every item alive)."""
+    index = {"dims": 4, "embed": KnownEmbeddings(), "fields": ["text"]}
+    ttl = {"default_ttl": 1, "refresh_on_read": True}
+    minute = 60_000
+    now = [1_900_000_000_000]
+    with RedisStore.from_conn_string(
+        server_url, prefix=new_prefix(), ttl=ttl, index=index
+    ) as store:
+        store.config.clock = lambda: now[0]
+        store.put(("o",), "a", {"text": "tea"})
+        store.put(("o",), "b", {"text": "coffee"})
+        now[0] += minute * 5 // 6  # 50 s
+        found = store.search(("o",), query="tea", limit=1)
+        assert [(i.key, i.score) for i in found] == [("a", 1.0)]
+        now[0] += minute * 5 // 6  # 100 s: b's minute is over, a was renewed at 50 s
+        assert store.get(("o",), "b", refresh_ttl=False) is None
+        got = store.get(("o",), "a", refresh_ttl=False)
+        assert got is not None and got.value == {"text": "tea"}
+
+
+def test_a_zero_query_scores_every_item_0(server_url: str) -> None:
+    """As InMemoryStore without numpy (with numpy it would divide by a zero norm)."""
+    index = {"dims": 4, "embed": KnownEmbeddings(), "fields": ["text"]}
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix(), index=index) as store:
+        store.put(("o",), "a", {"text": "tea"})
+        store.put(("o",), "b", {"text": "coffee"})
+        found = store.search(("o",), query="zero")
+        assert sorted((i.key, i.score) for i in found) == [("a", 0.0), ("b", 0.0)]

@@ -368,7 +368,6 @@ def _vector_search(
     # a page's reply stays near 2 MB of vectors (one vector an item, most often)
     page = max(PAGE_MIN, min(PAGE_MAX, 2_000_000 // (4 * config.dims)))
     per_round = max(1, VECTOR_ROUND_BYTES // (page * 4 * config.dims))
-    refresh = "1" if op.refresh_ttl else "0"
     cursors = [_Cursor(n) for n in namespaces]
     # (order key, (namespace, key, value JSON or parsed, created µs, updated µs, score))
     kept: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
@@ -376,7 +375,9 @@ def _vector_search(
         wanted = [c for c in cursors if not c.done][:per_round]
         if not wanted:
             break
-        replies = yield _page_calls(config, wanted, now, refresh, page, vectors=True)
+        # (read without renewing: a query reads every item under the prefix, and only those
+        # it returns are renewed, below, as PostgresStore does)
+        replies = yield _page_calls(config, wanted, now, "0", page, vectors=True)
         found: list[tuple[Any, ...]] = []
         blobs: list[bytes] = []
         for c, reply in zip(wanted, replies, strict=True):
@@ -396,10 +397,14 @@ def _vector_search(
             kept.append((order, (*item, score)))
         if len(kept) > 2 * need:
             kept = heapq.nsmallest(need, kept, key=lambda k: k[0])
+    chosen = heapq.nsmallest(need, kept, key=lambda k: k[0])[op.offset :]
+    if op.refresh_ttl and chosen:
+        yield [
+            ("script", "store_get", namespace_keys(config.prefix, item[0]), [now, "1", item[1]])
+            for _, item in chosen
+        ]
     out = []
-    for _, (namespace, key, value, created, updated, score) in heapq.nsmallest(
-        need, kept, key=lambda k: k[0]
-    )[op.offset :]:
+    for _, (namespace, key, value, created, updated, score) in chosen:
         out.append(
             SearchItem(
                 namespace=namespace,
