@@ -11,16 +11,20 @@
   ARGV[5]  count: index entries to read (the server's work is bounded by it, and by the
            entries sharing the bound's score: none for stamps this release writes)
   ARGV[6]  1: each item's vectors too (a search with a query), "": not
+  ARGV[7]  bytes: the page ends after the item that brings the values and vectors it holds
+           to this many (at least one item a page), "" for no limit: an item's vectors are
+           as many as its texts, so a count of items alone does not bound a reply
 
   The page is the entries after the bound in the index's order (score, then member, both
   descending), not ranks: an item that stays in the index through a search is read once
   whatever else is put or deleted between its pages (an update moves an item to the front,
   past the bound: it is read at most once).
 
-  Counts: KEYS 6; ARGV 6
+  Counts: KEYS 6; ARGV 7
   Reply: {read, score, member, key1, value1, created1, updated1, key2, ...}: the live items
-  among the `read` entries read (fewer than count: the namespace is done), score and member
-  those of the last entry read (the next page's bound; "" when none); expired items go, with
+  among the `read` entries read (fewer than count: the namespace is done; a page the bytes
+  ended says count), score and member those of the last entry read (the next page's bound;
+  "" when none); expired items go, with
   their index entries. With ARGV[6] = 1, each item's vectors follow its updated_at ("" when
   it has none). {-1, key, what} when an item lost part of itself ("value" or
   "created_at": a key of the namespace was evicted).
@@ -55,7 +59,12 @@ if #entries > 0 then
   reply[2] = entries[#entries]
   reply[3] = entries[#entries - 1]
 end
+local budget, held = tonumber(ARGV[7]), 0
 for i = 1, #entries, 2 do
+  if budget and held >= budget then  -- (the next page starts after the last item sent)
+    reply[1], reply[2], reply[3] = count, entries[i - 1], entries[i - 2]
+    break
+  end
   local key = entries[i]
   if store_expired(key, now) then
     store_drop(key)
@@ -73,7 +82,9 @@ for i = 1, #entries, 2 do
     reply[#reply + 1] = entries[i + 1]
     if ARGV[6] == "1" then
       reply[#reply + 1] = redis.call("HGET", KEYS[6], key) or ""
+      held = held + #reply[#reply]
     end
+    held = held + #value
   end
 end
 return reply

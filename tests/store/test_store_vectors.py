@@ -4,6 +4,7 @@ their items (re-put, delete, expiry), and a search over several pages."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -320,7 +321,8 @@ def test_a_search_over_several_pages_ranks_as_inmemorystore(
         page = store.search(("p",), query="5", limit=3, offset=2)
         assert [(i.key, i.score) for i in page] == [(i.key, i.score) for i in want[2:5]]
         pages = [[(c[2][0][-6:], c[3][4:]) for c in calls] for calls in rounds[1:-1]]
-        assert pages == [[("p.0}:h", [512, "1"])]] * 2 + [[("p.1}:h", [512, "1"])]] * 2
+        one = [512, "1", core.PAGE_BYTES]
+        assert pages == [[("p.0}:h", one)]] * 2 + [[("p.1}:h", one)]] * 2
         assert [(c[1], c[3][2].decode()) for c in rounds[-1]] == [
             ("store_get", i.key) for i in page
         ]
@@ -356,3 +358,54 @@ def test_a_zero_query_scores_every_item_0(server_url: str) -> None:
         store.put(("o",), "b", {"text": "coffee"})
         found = store.search(("o",), query="zero")
         assert sorted((i.key, i.score) for i in found) == [("a", 0.0), ("b", 0.0)]
+
+
+def test_a_query_search_pages_by_bytes_when_items_hold_many_vectors(
+    server_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item has a vector per text (``tags[*]``): a page of a query search ends once it
+    holds PAGE_BYTES of values and vectors, whatever its count, and the rounds shrink to the
+    bytes they bring; the ranking is still InMemoryStore's."""
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[float((int(t) * (d + 3)) % 17) for d in range(16)] for t in texts]
+
+    index = {"dims": 16, "embed": embed, "fields": ["tags[*]"]}
+    model = InMemoryStore(index=index)  # type: ignore[arg-type]
+    ops = [
+        PutOp(("m", str(n % 3)), f"k{n}", {"tags": [str(n * 20 + t) for t in range(20)]})
+        for n in range(60)
+    ]
+    model.batch(ops)
+    item_bytes = 4 + 20 * 16 * 4 + len(json.dumps(ops[-1].value, separators=(",", ":")))
+    monkeypatch.setattr(core, "PAGE_BYTES", 3 * item_bytes)
+    monkeypatch.setattr(core, "VECTOR_ROUND_BYTES", 6 * item_bytes)
+    with RedisStore.from_conn_string(server_url, prefix=new_prefix(), index=index) as store:  # type: ignore[arg-type]
+        store.batch(ops)
+        held: list[list[int]] = []
+        read: list[int] = []
+        run = store._run
+
+        def recording(calls: list[Any]) -> list[Any]:
+            replies = run(calls)
+            if calls and calls[0][1] == "store_page":
+                read.extend((len(r) - 3) // 5 for r in replies)
+                held.append(
+                    [
+                        sum(len(r[3 + j + 1]) + len(r[3 + j + 4]) for j in range(0, len(r) - 3, 5))
+                        for r in replies
+                    ]
+                )
+            return replies
+
+        monkeypatch.setattr(store, "_run", recording)
+        got = store.search(("m",), query="7", limit=100, refresh_ttl=False)
+        want = model.search(("m",), query="7", limit=100)
+        order = {(tuple(i.namespace), i.key): n for n, i in enumerate(ops[::-1])}
+        want.sort(key=lambda i: (-(i.score or 0.0), order[(tuple(i.namespace), i.key)]))
+        assert [(i.key, i.score) for i in got] == [(i.key, i.score) for i in want]
+        # each page at most PAGE_BYTES and one item more; a round at most 6 items' worth
+        # after the first (2 namespaces of 3 items), never 3 namespaces of a full page
+        assert all(b <= 3 * item_bytes + item_bytes for pages in held for b in pages)
+        assert max(len(pages) for pages in held) <= 2
+        assert sum(read) == 60  # (every item read once)

@@ -277,7 +277,7 @@ def _page_calls(
             "script",
             "store_page",
             namespace_keys(config.prefix, c.namespace),
-            [now, refresh, c.score, c.member, page, "1" if vectors else ""],
+            [now, refresh, c.score, c.member, page, *(["1", PAGE_BYTES] if vectors else ["", ""])],
         )
         for c in cursors
     ]
@@ -343,9 +343,11 @@ def _search(
     return matched[op.offset : op.offset + op.limit]
 
 
-# A query search's reply per round stays near this many bytes of vectors: a page per
-# namespace, as many namespaces as fit (at 1536 dims, 16 pages of 325 items: some 32 MB).
+# A query search's reply per round stays near this many bytes of values and vectors: a page
+# per namespace, as many namespaces as fit (at 1536 dims, 16 pages of 325 items: some 32 MB).
 VECTOR_ROUND_BYTES = 32_000_000
+# The bytes of values and vectors a page of a query search holds (one item more at most).
+PAGE_BYTES = 2_000_000
 
 
 def _vector_search(
@@ -365,9 +367,13 @@ def _vector_search(
     if op.limit <= 0 or not namespaces:
         return []
     need = op.offset + op.limit
-    # a page's reply stays near 2 MB of vectors (one vector an item, most often)
-    page = max(PAGE_MIN, min(PAGE_MAX, 2_000_000 // (4 * config.dims)))
-    per_round = max(1, VECTOR_ROUND_BYTES // (page * 4 * config.dims))
+    # a page's reply stays near PAGE_BYTES of values and vectors (one vector an item most
+    # often; the script ends a page of items with many at PAGE_BYTES, store_page.lua)
+    page = max(PAGE_MIN, min(PAGE_MAX, PAGE_BYTES // (4 * config.dims)))
+    # namespaces a round: from a full round of full pages, then as many as the bytes the
+    # last round brought say fit (at most four times as many: small namespaces of small
+    # vectors go a few rounds, not one per PAGE_BYTES)
+    per_round = max(1, VECTOR_ROUND_BYTES // PAGE_BYTES)
     cursors = [_Cursor(n) for n in namespaces]
     # (order key, (namespace, key, value JSON or parsed, created µs, updated µs, score))
     kept: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
@@ -380,8 +386,10 @@ def _vector_search(
         replies = yield _page_calls(config, wanted, now, "0", page, vectors=True)
         found: list[tuple[Any, ...]] = []
         blobs: list[bytes] = []
+        held = 0
         for c, reply in zip(wanted, replies, strict=True):
             body = _advance(config, c, reply, page)
+            held += sum(len(body[j + 1]) + len(body[j + 4]) for j in range(0, len(body), 5))
             for j in range(0, len(body), 5):
                 value: Any = body[j + 1]
                 if op.filter:
@@ -391,6 +399,7 @@ def _vector_search(
                 updated = int(float(_text(body[j + 3])))
                 found.append((c.namespace, body[j], value, body[j + 2], updated))
                 blobs.append(body[j + 4])
+        per_round = min(4 * per_round, per_round * VECTOR_ROUND_BYTES // max(held, 1)) or 1
         scores = item_scores(query, blobs, config.dims)
         for item, score in zip(found, scores, strict=True):
             order = (score is None, -(score or 0.0), -item[4], encode_namespace(item[0]))
