@@ -222,10 +222,10 @@ def test_a_copied_thread_is_registered(
 def test_a_busy_threads_put_does_not_note_again_after_many_other_threads(
     hour_saver: RedisSaver, prefix: str, client: redis.Redis, round_trips: RoundTrips
 ) -> None:
-    """The saver's memory of noted deadlines keeps the NOTED_CACHE_SIZE threads *noted* most
-    recently (due_for_note does not refresh an entry): once that many other chats started
-    (10,000, a busy server within ttl/16), every put of a chat noted before pays a second
-    round trip, however recently it was noted."""
+    """The saver's memory of noted deadlines keeps the NOTED_CACHE_SIZE threads used most
+    recently (NotedDeadlines.last refreshes a thread's entry at each put): once that many
+    other chats started while this one was idle (10,000, a busy server within ttl/16), its
+    next put pays a second round trip, however recently it was noted."""
     keys = KeySchema(prefix)
     tag = keys.tag("t")
     chain(hour_saver, "t", [{"step": 0}])

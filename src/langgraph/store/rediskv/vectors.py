@@ -176,10 +176,10 @@ def vector_bytes(blob: bytes, dims: int) -> bytes:
     return blob[4:]
 
 
-def unpack(blob: bytes, dims: int) -> list[list[float]]:
-    """An item's stored vectors (see :func:`vector_bytes`)."""
+def unpack(raw: bytes, dims: int) -> list[list[float]]:
+    """Vectors of ``dims`` from their float32 bytes (what :func:`vector_bytes` checked)."""
     values = array("f")
-    values.frombytes(vector_bytes(blob, dims))
+    values.frombytes(raw)
     if sys.byteorder != "little":
         values.byteswap()
     flat = values.tolist()
@@ -217,8 +217,8 @@ def item_scores(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> li
     else:
         flat = []
         norm1 = sum(a * a for a in query) ** 0.5
-        for blob in blobs:
-            for row in unpack(blob, dims) if blob else []:
+        for raw in rows:
+            for row in unpack(raw, dims):
                 dot = sum(a * b for a, b in zip(query, row, strict=False))
                 norm2 = sum(a * a for a in row) ** 0.5
                 flat.append(dot / (norm1 * norm2) if norm1 > 0 and norm2 > 0 else 0.0)
