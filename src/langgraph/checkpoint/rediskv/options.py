@@ -205,6 +205,8 @@ ENV_VARS: tuple[str, ...] = (
 # the checkpointer does not take it for a typo of its own
 STORE_PREFIX_VAR = "REDISKV_STORE_PREFIX"
 _OWN_NAMESPACE = "REDISKV_"
+# the package's own variables, in the order an unknown one's error lists them
+_OWN_VARS = tuple(v for v in (*ENV_VARS, STORE_PREFIX_VAR) if v.startswith(_OWN_NAMESPACE))
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
@@ -296,14 +298,10 @@ def env_kwargs(env: Mapping[str, str], ttl_given: bool = False) -> dict[str, Any
     raises :class:`SettingsError` on the first bad variable. ``ttl_given``: an argument
     sets the ttl, so the ttl variables need not agree with each other."""
     unknown = sorted(
-        name
-        for name in env
-        if name.startswith(_OWN_NAMESPACE) and name not in (*ENV_VARS, STORE_PREFIX_VAR)
+        name for name in env if name.startswith(_OWN_NAMESPACE) and name not in _OWN_VARS
     )
     if unknown:
-        known = ", ".join(
-            name for name in (*ENV_VARS, STORE_PREFIX_VAR) if name.startswith(_OWN_NAMESPACE)
-        )
+        known = ", ".join(_OWN_VARS)
         raise SettingsError(unknown[0], env[unknown[0]], f"unknown variable; known: {known}")
 
     raw_url = _get(env, URL_VAR)
