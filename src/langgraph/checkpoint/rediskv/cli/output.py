@@ -142,8 +142,9 @@ def print_fields(console: Console, fields: Sequence[tuple[str, str]], *, markup:
 
 
 @contextmanager
-def progress_bar(enabled: bool, total: int, what: str) -> Iterator[Progress | None]:
-    """A transient rich progress bar on stderr when it is a terminal, else nothing."""
+def progress_bar(enabled: bool, total: int | None, what: str) -> Iterator[Progress | None]:
+    """A transient rich progress bar on stderr when it is a terminal, else nothing (total
+    None: a count with no end known)."""
     if not enabled:
         yield None
         return
