@@ -16,8 +16,11 @@
            namespace's newest when it is not (see store_stamp)
   ARGV[5]  TTL (ms), or "" for none
   ARGV[6]  the item's vectors, or "" for none: a put replaces the ones it had
+  ARGV[7]  the namespace's tags (keys.py namespace_tags) when the store uses the server's
+           vector search: each vector is also a document S:sv:...:{S:ns}:i:key (keys.py),
+           written and deleted with the item; "": none (those the item had go)
 
-  Counts: KEYS 6; ARGV 6
+  Counts: KEYS 6; ARGV 6..7
   Reply: 1 when the namespace had no item before this put and has one now (the caller writes
   the namespace into the global index once more), else 0.
 ]]
@@ -49,6 +52,11 @@ if ARGV[6] == "" then
   redis.call("HDEL", KEYS[6], key)
 else
   redis.call("HSET", KEYS[6], key, ARGV[6])
+end
+if ARGV[6] ~= "" and ARGV[7] and ARGV[7] ~= "" then
+  store_write_docs(key, ARGV[6], ARGV[7])
+else
+  store_drop_docs(key, 0)
 end
 if was_empty then
   return 1

@@ -1,7 +1,8 @@
 """A LangGraph ``BaseStore`` (long-term memory) on plain Redis or Valkey: core commands and
 atomic Lua scripts, no modules. Key layout: :mod:`langgraph.store.rediskv.keys`; usage and
 costs: ``docs/store.md``. Semantic search (``index=``): an exact cosine search, the vectors
-kept with their items (:mod:`langgraph.store.rediskv.vectors`)."""
+kept with their items (:mod:`langgraph.store.rediskv.vectors`), on the server's vector search
+when it has one (:mod:`langgraph.store.rediskv.ft`, ``vector_search=``)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
+from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
 from .core import Call, Rounds, run_batch, run_sweep
+from .keys import vector_index_name
 from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
@@ -39,6 +42,7 @@ class _Common(BaseStore):
         prefix: str,
         ttl: TTLConfig | None,
         index: IndexConfig | None,
+        vector_search: ft.VectorSearch,
     ) -> None:
         """What both constructors do: ``connect`` makes the client from a URL when none
         is given (the store then owns it and closes it)."""
@@ -58,6 +62,32 @@ class _Common(BaseStore):
             for name, source in store_script_sources().items()
         }
         self._sweep_after = ""  # where the next sweep_ttl step starts in the namespace index
+        self._vector_search = ft.check_mode(vector_search)
+        # whether the store found out which vector search it uses (at setup or first use)
+        self._vector_search_known = self._index is None or self._vector_search == "client"
+
+    def _vector_search_found(self, error: Exception | None, info: Any = None) -> None:
+        """Settle the vector search from FT.CREATE's outcome (``error``: None, it created the
+        index) and, when the index existed, its FT.INFO."""
+        assert self._index is not None
+        name = vector_index_name(self.config.prefix)
+        kind = None if error is None else ft.create_error(str(error))
+        if kind == "exists":
+            dims = ft.index_dims(info)
+            if dims is not None and dims != self._index.dims:
+                raise ValueError(
+                    f"the server's vector index {name!r} has dims={dims}; this store's index has "
+                    f"dims={self._index.dims} (a prefix holds vectors of one dims)"
+                )
+        elif kind is not None:
+            if self._vector_search == "server":
+                raise RuntimeError(
+                    f"vector_search='server', but the server has no vector search (FT.CREATE "
+                    f"with a VECTOR field failed: {error}); use 'auto' or 'client'"
+                )
+            logger.info("rediskv store: no server vector search (%s); exact client search", error)
+        self.config.server_search = kind in (None, "exists")
+        self._vector_search_known = True
 
     def _sweep_interval(self, minutes: float | None) -> float:
         """The sweeper's period in seconds: the argument, else the ttl's
@@ -66,12 +96,6 @@ class _Common(BaseStore):
         if not minutes or minutes <= 0:
             raise ValueError("no sweep interval: pass one, or set ttl's sweep_interval_minutes")
         return float(minutes) * 60
-
-    def setup(self) -> None:
-        """Nothing to create: the keys appear with the first put."""
-
-    async def asetup(self) -> None:
-        """Nothing to create: the keys appear with the first put."""
 
 
 class RedisStore(_Common):
@@ -86,6 +110,11 @@ class RedisStore(_Common):
             called).
         index: semantic search, LangGraph's ``IndexConfig``: ``{"dims": int, "embed":
             Embeddings or function, "fields": [paths]}`` (docs/store.md, Semantic search).
+        vector_search: with an ``index``, where a query search runs: ``"auto"`` (default) on
+            the server's vector search (FT.*: Redis Stack, Redis 8, valkey-search) when it
+            has one, found at :meth:`setup` or the first call, else on the client;
+            ``"server"``: on the server's, and a RuntimeError there if it has none;
+            ``"client"``: on the client whatever the server has.
     """
 
     _client: redis.Redis
@@ -98,8 +127,9 @@ class RedisStore(_Common):
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
+        vector_search: ft.VectorSearch = "auto",
     ) -> None:
-        self._init(url, client, redis.Redis.from_url, prefix, ttl, index)
+        self._init(url, client, redis.Redis.from_url, prefix, ttl, index, vector_search)
         self._sweeper: tuple[concurrent.futures.Future[None], threading.Event] | None = None
 
     @classmethod
@@ -130,6 +160,27 @@ class RedisStore(_Common):
                 pipe.execute_command(name, *keys)  # type: ignore[no-untyped-call]
         return list(pipe.execute())
 
+    def setup(self) -> None:
+        """With an ``index``: find out whether the server has a vector search and create the
+        store's vector index there (once: idempotent). Without, nothing: the keys appear with
+        the first put. The first call does it when this was not called."""
+        if self._vector_search_known:
+            return
+        assert self._index is not None
+        try:
+            self._client.execute_command(  # type: ignore[no-untyped-call]
+                *ft.create_index_args(self.config.prefix, self._index.dims)
+            )
+        except redis.ResponseError as error:
+            info = None
+            if ft.create_error(str(error)) == "exists":
+                info = self._client.execute_command(  # type: ignore[no-untyped-call]
+                    "FT.INFO", vector_index_name(self.config.prefix)
+                )
+            self._vector_search_found(error, info)
+        else:
+            self._vector_search_found(None)
+
     def _drive(self, rounds: Rounds | Any) -> Any:
         try:
             calls = next(rounds)
@@ -142,6 +193,7 @@ class RedisStore(_Common):
         ops = list(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = embed(self._index, plan(self._index, ops))
+        self.setup()
         return list(self._drive(run_batch(self.config, ops, embedding)))
 
     def sweep_ttl(self, max_namespaces: int = 1000) -> int:
@@ -215,8 +267,9 @@ class AsyncRedisStore(_Common):
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
+        vector_search: ft.VectorSearch = "auto",
     ) -> None:
-        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index)
+        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index, vector_search)
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): the one it is made on (the
         # Agent Server's factory, from_conn_string), else the first to run a coroutine of it
@@ -256,6 +309,25 @@ class AsyncRedisStore(_Common):
                 pipe.execute_command(name, *keys)
         return list(await pipe.execute())
 
+    async def asetup(self) -> None:
+        """As :meth:`RedisStore.setup`."""
+        if self._vector_search_known:
+            return
+        assert self._index is not None
+        try:
+            await self._client.execute_command(  # type: ignore[no-untyped-call]
+                *ft.create_index_args(self.config.prefix, self._index.dims)
+            )
+        except redis.ResponseError as error:
+            info = None
+            if ft.create_error(str(error)) == "exists":
+                info = await self._client.execute_command(  # type: ignore[no-untyped-call]
+                    "FT.INFO", vector_index_name(self.config.prefix)
+                )
+            self._vector_search_found(error, info)
+        else:
+            self._vector_search_found(None)
+
     async def _drive(self, rounds: Rounds | Any) -> Any:
         self._loop = asyncio.get_running_loop()
         try:
@@ -269,6 +341,7 @@ class AsyncRedisStore(_Common):
         ops = list(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = await aembed(self._index, plan(self._index, ops))
+        await self.asetup()
         return list(await self._drive(run_batch(self.config, ops, embedding)))
 
     async def sweep_ttl(self, max_namespaces: int = 1000) -> int:
