@@ -23,7 +23,6 @@ from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
 from .core import Call, Rounds, run_batch, run_sweep
-from .keys import vector_index_name
 from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
@@ -66,27 +65,16 @@ class _Common(BaseStore):
         # whether the store found out which vector search it uses (at setup or first use)
         self._vector_search_known = self._index is None or self._vector_search == "client"
 
-    def _vector_search_found(self, error: Exception | None, info: Any = None) -> None:
-        """Settle the vector search from FT.CREATE's outcome (``error``: None, it created the
-        index) and, when the index existed, its FT.INFO."""
-        assert self._index is not None
-        name = vector_index_name(self.config.prefix)
-        kind = None if error is None else ft.create_error(str(error))
-        if kind == "exists":
-            dims = ft.index_dims(info)
-            if dims is not None and dims != self._index.dims:
-                raise ValueError(
-                    f"the server's vector index {name!r} has dims={dims}; this store's index has "
-                    f"dims={self._index.dims} (a prefix holds vectors of one dims)"
-                )
-        elif kind is not None:
+    def _vector_search_found(self, outcome: ft.Outcome, why: str) -> None:
+        """Settle the vector search from :func:`ft.start_up`'s outcome."""
+        if outcome != "server":
             if self._vector_search == "server":
-                raise RuntimeError(
-                    f"vector_search='server', but the server has no vector search (FT.CREATE "
-                    f"with a VECTOR field failed: {error}); use 'auto' or 'client'"
-                )
-            logger.info("rediskv store: no server vector search (%s); exact client search", error)
-        self.config.server_search = kind in (None, "exists")
+                if outcome == "none":
+                    why = f"the server has no vector search (FT.* with vectors: {why})"
+                raise RuntimeError(f"vector_search='server', but {why}")
+            log = logger.info if outcome == "none" else logger.warning
+            log("rediskv store: the exact client vector search (%s)", why)
+        self.config.server_search = outcome == "server"
         self._vector_search_known = True
 
     def _sweep_interval(self, minutes: float | None) -> float:
@@ -167,19 +155,17 @@ class RedisStore(_Common):
         if self._vector_search_known:
             return
         assert self._index is not None
+        steps = ft.start_up(self.config.prefix, self._index.dims)
         try:
-            self._client.execute_command(  # type: ignore[no-untyped-call]
-                *ft.create_index_args(self.config.prefix, self._index.dims)
-            )
-        except redis.ResponseError as error:
-            info = None
-            if ft.create_error(str(error)) == "exists":
-                info = self._client.execute_command(  # type: ignore[no-untyped-call]
-                    "FT.INFO", vector_index_name(self.config.prefix)
-                )
-            self._vector_search_found(error, info)
-        else:
-            self._vector_search_found(None)
+            command = next(steps)
+            while True:
+                try:
+                    reply = self._client.execute_command(*command)  # type: ignore[no-untyped-call]
+                except redis.ResponseError as error:
+                    reply = error
+                command = steps.send(reply)
+        except StopIteration as done:
+            self._vector_search_found(*done.value)
 
     def _drive(self, rounds: Rounds | Any) -> Any:
         try:
@@ -314,19 +300,17 @@ class AsyncRedisStore(_Common):
         if self._vector_search_known:
             return
         assert self._index is not None
+        steps = ft.start_up(self.config.prefix, self._index.dims)
         try:
-            await self._client.execute_command(  # type: ignore[no-untyped-call]
-                *ft.create_index_args(self.config.prefix, self._index.dims)
-            )
-        except redis.ResponseError as error:
-            info = None
-            if ft.create_error(str(error)) == "exists":
-                info = await self._client.execute_command(  # type: ignore[no-untyped-call]
-                    "FT.INFO", vector_index_name(self.config.prefix)
-                )
-            self._vector_search_found(error, info)
-        else:
-            self._vector_search_found(None)
+            command = next(steps)
+            while True:
+                try:
+                    reply = await self._client.execute_command(*command)  # type: ignore[no-untyped-call]
+                except redis.ResponseError as error:
+                    reply = error
+                command = steps.send(reply)
+        except StopIteration as done:
+            self._vector_search_found(*done.value)
 
     async def _drive(self, rounds: Rounds | Any) -> Any:
         self._loop = asyncio.get_running_loop()

@@ -12,9 +12,10 @@ so the answer is the exact one (docs/store.md, Semantic search).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Generator
 from typing import Any, Literal
 
-from .keys import namespace_tag, vector_doc_prefix, vector_index_name
+from .keys import namespace_index_key, namespace_tag, vector_doc_prefix, vector_index_name
 
 VectorSearch = Literal["auto", "server", "client"]
 VECTOR_SEARCH_MODES = ("auto", "server", "client")
@@ -25,6 +26,47 @@ def check_mode(mode: Any) -> VectorSearch:
     if mode not in VECTOR_SEARCH_MODES:
         raise ValueError(f"vector_search must be 'auto', 'server' or 'client', not {mode!r}")
     return mode  # type: ignore[no-any-return]
+
+
+Outcome = Literal["server", "none", "unindexed"]
+
+
+def start_up(prefix: str, dims: int) -> Generator[list[Any], Any, tuple[Outcome, str]]:
+    """Which vector search a store on ``prefix`` uses, sans I/O: yields one command at a time
+    and receives its reply, or the ResponseError it raised. Returns ("server", ""): the index
+    exists (of ``dims``: another is a ValueError) or was made now; ("none", why): the server
+    has no vector search (or refuses FT.CREATE); ("unindexed", why): the prefix already holds
+    items but no index, so their vectors have no documents: the server's search would miss
+    them."""
+    name = vector_index_name(prefix)
+    info = yield ["FT.INFO", name]
+    if isinstance(info, Exception):
+        if create_error(str(info)) == "absent":
+            return "none", str(info)
+        namespaces = yield ["ZCARD", namespace_index_key(prefix)]
+        if isinstance(namespaces, Exception):
+            raise namespaces
+        if int(namespaces) > 0:
+            return "unindexed", (
+                f"the prefix {prefix!r} holds items written without the server's vector index "
+                f"(by the client path or an earlier release): re-put them under a new prefix, "
+                f"or keep vector_search='client'"
+            )
+        created = yield create_index_args(prefix, dims)
+        if not isinstance(created, Exception):
+            return "server", ""
+        if create_error(str(created)) != "exists":
+            return "none", str(created)
+        info = yield ["FT.INFO", name]  # (made meanwhile by another store)
+        if isinstance(info, Exception):
+            raise info
+    found = index_dims(info)
+    if found is not None and found != dims:
+        raise ValueError(
+            f"the server's vector index {name!r} has dims={found}; this store's index has "
+            f"dims={dims} (a prefix holds vectors of one dims)"
+        )
+    return "server", ""
 
 
 def create_index_args(prefix: str, dims: int) -> list[Any]:
