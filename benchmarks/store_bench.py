@@ -7,6 +7,10 @@ Then semantic search (``index=``, exact cosine): ``search(query=..., limit=10)``
 the items (10 users, 100 namespaces) and over one user's (a tenth), at each size of
 ``--vector-items`` (default 1000,10000; 0 skips), ``--dims`` 1536, with an embedder that
 returns a seeded random vector per text (no model: the embedding's own cost is left out).
+``--vector-search client,server`` measures each path (``vector_search=`` of the store; the
+server's needs FT.*: a Redis Stack, Redis 8, valkey-search), with the p50 of a put (one
+embedded item) and the server's memory per item (INFO used_memory before and after the load);
+``--vector-only`` skips the plain section, ``--no-inmemory`` InMemoryStore's column.
 
 The store's keys go under a fresh prefix and are deleted at the end (never FLUSHDB).
 """
@@ -27,6 +31,7 @@ from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph.store.rediskv import RedisStore
+from langgraph.store.rediskv.keys import vector_index_name
 
 
 def p50_ms(run: Callable[[int], Any], times: int) -> float:
@@ -79,6 +84,8 @@ def fake_embed(dims: int) -> Callable[[list[str]], list[list[float]]]:
 
 def measure_vectors(store: BaseStore, items: int, times: int) -> dict[str, float]:
     batch = 500
+    client = store.client if isinstance(store, RedisStore) else None
+    used = int(client.info("memory")["used_memory"]) if client is not None else 0
     for start in range(0, items, batch):
         store.batch(
             [
@@ -86,7 +93,17 @@ def measure_vectors(store: BaseStore, items: int, times: int) -> dict[str, float
                 for i in range(start, min(items, start + batch))
             ]
         )
+    memory: dict[str, float] = {}
+    if client is not None:
+        time.sleep(1)  # (the index's background work)
+        memory["bytes per item (INFO used_memory)"] = (
+            int(client.info("memory")["used_memory"]) - used
+        ) / items
     return {
+        **memory,
+        "put (one embedded item)": p50_ms(
+            lambda i: store.put(namespace(i), f"new{i}", {"text": f"new memory {i}"}), times
+        ),
         "query, all items, limit 10": p50_ms(
             lambda i: store.search(("users",), query=f"question {i}", limit=10), times
         ),
@@ -98,25 +115,41 @@ def measure_vectors(store: BaseStore, items: int, times: int) -> dict[str, float
 
 
 def unlink_prefix(store: RedisStore, prefix: str) -> None:
+    if store.config.server_search:
+        store.client.execute_command("FT.DROPINDEX", vector_index_name(prefix))  # type: ignore[no-untyped-call]
     keys = list(store.client.scan_iter(match=f"{prefix}:*", count=1000))
     for start in range(0, len(keys), 500):
         store.client.unlink(*keys[start : start + 500])
 
 
-def vector_rows(url: str, sizes: list[int], dims: int, times: int) -> None:
+def vector_rows(
+    url: str, sizes: list[int], dims: int, times: int, paths: list[str], inmemory: bool
+) -> None:
     print(f"\nsemantic search p50 ms, dims {dims}, {times} calls each")
-    print(f"{'items':>7} {'operation':38} {'InMemoryStore':>14} {'RedisStore':>11}")
+    names = [f"RedisStore {path}" for path in paths]
+    print(f"{'items':>7} {'operation':38} {'InMemoryStore':>14}", *(f"{n:>18}" for n in names))
     for items in sizes:
         index: Any = {"dims": dims, "embed": fake_embed(dims), "fields": ["text"]}
-        model = measure_vectors(InMemoryStore(index=index), items, times)
-        prefix = f"bench{uuid.uuid4().hex[:8]}"
-        with RedisStore.from_conn_string(url, prefix=prefix, index=index) as store:
-            try:
-                ours = measure_vectors(store, items, times)
-            finally:
-                unlink_prefix(store, prefix)
-        for name in ours:
-            print(f"{items:7} {name:38} {model[name]:14.1f} {ours[name]:11.1f}")
+        model = measure_vectors(InMemoryStore(index=index), items, times) if inmemory else {}
+        ours = []
+        for path in paths:
+            prefix = f"bench{uuid.uuid4().hex[:8]}"
+            with RedisStore.from_conn_string(
+                url,
+                prefix=prefix,
+                index=index,
+                vector_search=path,
+            ) as store:
+                try:
+                    ours.append(measure_vectors(store, items, times))
+                finally:
+                    unlink_prefix(store, prefix)
+        for name in ours[0]:
+            print(
+                f"{items:7} {name:38} {model.get(name, float('nan')):14.1f}",
+                *(f"{row[name]:18.1f}" for row in ours),
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -126,8 +159,16 @@ def main() -> None:
     parser.add_argument("--vector-items", default="1000,10000")
     parser.add_argument("--vector-times", type=int, default=20)
     parser.add_argument("--dims", type=int, default=1536)
+    parser.add_argument("--vector-search", default="auto", help="paths: auto,client,server")
+    parser.add_argument("--vector-only", action="store_true")
+    parser.add_argument("--no-inmemory", action="store_true")
     args = parser.parse_args()
     url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    sizes = [int(n) for n in args.vector_items.split(",") if int(n) > 0]
+    paths = args.vector_search.split(",")
+    if args.vector_only:
+        vector_rows(url, sizes, args.dims, args.vector_times, paths, not args.no_inmemory)
+        return
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     results = {"InMemoryStore": measure(InMemoryStore(), args.items, args.times)}
     with RedisStore.from_conn_string(url, prefix=prefix) as store:
@@ -141,9 +182,8 @@ def main() -> None:
         print(
             f"{name:36} {results['InMemoryStore'][name]:14.3f} {results['RedisStore'][name]:11.3f}"
         )
-    sizes = [int(n) for n in args.vector_items.split(",") if int(n) > 0]
     if sizes:
-        vector_rows(url, sizes, args.dims, args.vector_times)
+        vector_rows(url, sizes, args.dims, args.vector_times, paths, not args.no_inmemory)
 
 
 if __name__ == "__main__":

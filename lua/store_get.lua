@@ -6,9 +6,12 @@
   ARGV[1]  now (ms), or "": the server's clock (TIME)
   ARGV[2]  1: refresh the item's TTL (refresh_on_read), 0: not
   ARGV[3]  item key
+  ARGV[4]  "1": the item's vectors too (a search on the server's vector search scores the
+           items it found), absent or "": not
 
-  Counts: KEYS 6; ARGV 3
-  Reply: {value, created_at µs, updated_at µs}, or false when there is none (or it expired:
+  Counts: KEYS 6; ARGV 3..4
+  Reply: {value, created_at µs, updated_at µs}, then its vectors ("" when none) with
+  ARGV[4] = "1"; or false when there is none (or it expired:
   then it goes, with its index entries), or {0, what} when the item lost part of itself
   ("value", "created_at" or "updated_at": a key of the namespace was evicted).
 ]]
@@ -31,5 +34,8 @@ if not created then return {0, "created_at"} end
 if not updated then return {0, "updated_at"} end
 if ARGV[2] == "1" then
   store_refresh(key, now)
+end
+if ARGV[4] == "1" then
+  return {value, created, updated, redis.call("HGET", KEYS[6], key) or ""}
 end
 return {value, created, updated}

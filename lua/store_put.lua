@@ -16,10 +16,13 @@
            namespace's newest when it is not (see store_stamp)
   ARGV[5]  TTL (ms), or "" for none
   ARGV[6]  the item's vectors, or "" for none: a put replaces the ones it had
-  ARGV[7]  created_at (µs) of an item new to the namespace, or "": its updated_at (a copy from
+  ARGV[7]  the namespace's tags (keys.py namespace_tags) when the store uses the server's
+           vector search: each vector is also a document S:sv:...:{S:ns}:i:key (keys.py),
+           written and deleted with the item; "": none (those the item had go)
+  ARGV[8]  created_at (µs) of an item new to the namespace, or "": its updated_at (a copy from
            another store keeps the source's; see migrate.py)
 
-  Counts: KEYS 6; ARGV 7
+  Counts: KEYS 6; ARGV 8
   Reply: 1 when the namespace had no item before this put and has one now (the caller writes
   the namespace into the global index once more), else 0.
 ]]
@@ -38,7 +41,7 @@ if ARGV[3] == "" then
 end
 local stamp = store_stamp(ARGV[4])
 redis.call("HSET", KEYS[1], key, ARGV[3])
-redis.call("HSETNX", KEYS[2], key, ARGV[7] ~= "" and ARGV[7] or stamp)
+redis.call("HSETNX", KEYS[2], key, ARGV[8] ~= "" and ARGV[8] or stamp)
 redis.call("ZADD", KEYS[3], stamp, key)
 if ARGV[5] == "" then
   redis.call("ZREM", KEYS[4], key)
@@ -48,9 +51,15 @@ else
   redis.call("HSET", KEYS[5], key, ARGV[5])
 end
 if ARGV[6] == "" then
-  redis.call("HDEL", KEYS[6], key)
+  -- an item without vectors has no documents either: nothing more to delete
+  if redis.call("HDEL", KEYS[6], key) == 1 then store_drop_docs(key, 0) end
 else
   redis.call("HSET", KEYS[6], key, ARGV[6])
+  if ARGV[7] ~= "" then
+    store_write_docs(key, ARGV[6], ARGV[7])
+  else
+    store_drop_docs(key, 0)
+  end
 end
 if was_empty then
   return 1

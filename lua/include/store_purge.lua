@@ -1,6 +1,7 @@
 -- Shared by the store scripts (lua/store_*.lua): the store's clock, and expired items of one
--- namespace going, with their index entries and vectors, a bounded number per call. KEYS as
--- every store script: h m z x t v (see keys).
+-- namespace going, with their index entries and vectors (and the vectors' documents of the
+-- server's vector search), a bounded number per call. KEYS as every store script: h m z x t v
+-- (see keys).
 -- requires:
 
 local STORE_PURGE_STEP = 100
@@ -45,13 +46,55 @@ local function store_bytes_before(a, b)
   return #a < #b
 end
 
+-- The key of the document of an item's i-th vector (the server's vector search), in the slot
+-- of KEYS: S:sv:L:{S:N}:i:key, from KEYS[1] = S:{S:N}:h (L: N's length in bytes). The Lua half
+-- of keys.py vector_doc_key.
+local function store_doc_key(key, i)
+  local prefix = string.match(KEYS[1], "^[^:]*")
+  local tag = string.sub(KEYS[1], #prefix + 2, -3)  -- {S:N}
+  return prefix .. ":sv:" .. (#tag - #prefix - 3) .. ":" .. tag .. ":" .. i .. ":" .. key
+end
+
+-- Delete an item's vector documents from the i-th on (they are numbered from 0 without a
+-- gap): one DEL of a missing key for an item without any.
+local function store_drop_docs(key, from)
+  local i = from
+  while redis.call("DEL", store_doc_key(key, i)) == 1 do
+    i = i + 1
+  end
+end
+
+-- Write an item's vector documents from its vectors (vectors.py: a 4-byte dims, then float32s)
+-- and its namespace's tags (keys.py namespace_tags), replacing the ones it had. A zero vector
+-- gets no `vec` (the cosine of a zero vector is NaN to the server, 0 to the store) and tags
+-- marked `z`, so that a search finds it apart.
+local function store_write_docs(key, blob, tags)
+  local b1, b2, b3, b4 = string.byte(blob, 1, 4)
+  local size = 4 * (b1 + 256 * b2 + 65536 * b3 + 16777216 * b4)
+  local count = (#blob - 4) / size
+  local zero = string.rep("\0", size)
+  local zero_tags = "z" .. string.gsub(tags, ",", ",z")
+  for i = 0, count - 1 do
+    local doc = store_doc_key(key, i)
+    local vec = string.sub(blob, 5 + i * size, 4 + (i + 1) * size)
+    redis.call("DEL", doc)
+    if vec == zero then
+      redis.call("HSET", doc, "ns", zero_tags)
+    else
+      redis.call("HSET", doc, "vec", vec, "ns", tags)
+    end
+  end
+  store_drop_docs(key, count)
+end
+
 local function store_drop(key)
   redis.call("HDEL", KEYS[1], key)
   redis.call("HDEL", KEYS[2], key)
   redis.call("ZREM", KEYS[3], key)
   redis.call("ZREM", KEYS[4], key)
   redis.call("HDEL", KEYS[5], key)
-  redis.call("HDEL", KEYS[6], key)
+  -- an item without vectors has no documents either
+  if redis.call("HDEL", KEYS[6], key) == 1 then store_drop_docs(key, 0) end
 end
 
 local function store_purge(now)

@@ -9,7 +9,11 @@ scored items of InMemoryStore's full answer, best first (ties newest-put first),
 unscored ones newest-put first, cut by offset and limit. The embedder's vectors are small
 integers, exact in float32, so both stores compute the same scores bit for bit. A put
 replaces an item's vectors here (see docs/store.md): the model's are dropped before each
-put."""
+put.
+
+ServerVectorDifferential is VectorDifferential on a Redis Stack with the store's
+``vector_search="server"``: its searches are the server's KNN plus the store's exact scoring,
+compared bit for bit the same way."""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from langgraph.store.memory import InMemoryStore
 
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
 
 from ..conftest import new_prefix
 
@@ -59,11 +63,14 @@ def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]
 
 
 SERVER: list[str] = []  # the suite's server (a state machine takes no fixture)
+STACK: list[str] = []  # a Redis Stack's, for ServerVectorDifferential
 
 
 @pytest.fixture(autouse=True)
-def suite_server(server_url: str) -> None:
+def suite_server(server_url: str, request: pytest.FixtureRequest) -> None:
     SERVER[:] = [server_url]
+    if "ServerVector" in request.node.nodeid:
+        STACK[:] = [request.getfixturevalue("stack_url")]
 
 
 class Differential(RuleBasedStateMachine):
@@ -199,16 +206,21 @@ class VectorDifferential(Differential):
 
     list_namespaces = None  # type: ignore[assignment]
     get = None  # type: ignore[assignment]
+    on_server = False  # the server's vector search (a Redis Stack), else the client's
 
     @initialize()
     def start(self) -> None:
         self.model = InMemoryStore(index=VECTOR_INDEX)  # type: ignore[arg-type]
-        prefix = new_prefix()
+        args: dict[str, Any] = {"prefix": new_prefix(), "index": VECTOR_INDEX}
+        if self.on_server:
+            args |= {"url": STACK[0], "vector_search": "server"}
+        else:
+            args |= {"url": SERVER[0]}
         if self.asynchronous:
             self.loop = asyncio.new_event_loop()
-            self.store = AsyncRedisStore(url=SERVER[0], prefix=prefix, index=VECTOR_INDEX)
+            self.store = AsyncRedisStore(**args)
         else:
-            self.store = RedisStore(url=SERVER[0], prefix=prefix, index=VECTOR_INDEX)
+            self.store = RedisStore(**args)
         self.step = 0
         self.last_put = {}
 
@@ -251,6 +263,8 @@ class VectorDifferential(Differential):
         assert [(*s, i.score) for s, i in zip(shape(got), got, strict=True)] == [
             (*s, i.score) for s, i in zip(shape(want), want, strict=True)
         ]
+        if self.on_server and limit:
+            assert self.store.config.server_search
 
 
 SETTINGS = settings(
@@ -280,6 +294,34 @@ TestVectorDifferential = VectorDifferential.TestCase
 TestVectorDifferential.settings = VECTOR_SETTINGS
 TestAsyncVectorDifferential = AsyncVectorDifferential.TestCase
 TestAsyncVectorDifferential.settings = VECTOR_SETTINGS
+
+
+class ServerVectorDifferential(VectorDifferential):
+    """With a first KNN of K = 2 (offset + limit) here rather than at least 32, so that the
+    searches ask again for more (the store holds a dozen vectors at most)."""
+
+    on_server = True
+
+    @initialize()
+    def start(self) -> None:
+        super().start()
+        self.knn_min, core.KNN_MIN = core.KNN_MIN, 1
+
+    def teardown(self) -> None:
+        if hasattr(self, "knn_min"):
+            core.KNN_MIN = self.knn_min
+        super().teardown()
+
+
+class AsyncServerVectorDifferential(ServerVectorDifferential):
+    asynchronous = True
+
+
+# (fewer examples: the Redis Stack lane runs in both CI lanes)
+TestServerVectorDifferential = ServerVectorDifferential.TestCase
+TestServerVectorDifferential.settings = settings(VECTOR_SETTINGS, max_examples=40)
+TestAsyncServerVectorDifferential = AsyncServerVectorDifferential.TestCase
+TestAsyncServerVectorDifferential.settings = settings(VECTOR_SETTINGS, max_examples=15)
 
 
 @pytest.mark.parametrize("size", [0])

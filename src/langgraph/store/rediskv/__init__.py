@@ -1,7 +1,8 @@
 """A LangGraph ``BaseStore`` (long-term memory) on plain Redis or Valkey: core commands and
 atomic Lua scripts, no modules. Key layout: :mod:`langgraph.store.rediskv.keys`; usage and
 costs: ``docs/store.md``. Semantic search (``index=``): an exact cosine search, the vectors
-kept with their items (:mod:`langgraph.store.rediskv.vectors`)."""
+kept with their items (:mod:`langgraph.store.rediskv.vectors`), on the server's vector search
+when it has one (:mod:`langgraph.store.rediskv.ft`, ``vector_search=``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result
 
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
+from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
 from .core import Call, Rounds, import_outcome, import_plans, run_batch, run_import, run_sweep
 from .vectors import aembed, embed, plan, vector_index
@@ -41,6 +43,7 @@ class _Common(BaseStore):
         prefix: str,
         ttl: TTLConfig | None,
         index: IndexConfig | None,
+        vector_search: ft.VectorSearch,
     ) -> None:
         """What both constructors do: ``connect`` makes the client from a URL when none
         is given (the store then owns it and closes it)."""
@@ -60,6 +63,21 @@ class _Common(BaseStore):
             for name, source in store_script_sources().items()
         }
         self._sweep_after = ""  # where the next sweep_ttl step starts in the namespace index
+        self._vector_search = ft.check_mode(vector_search)
+        # whether the store found out which vector search it uses (at setup or first use)
+        self._vector_search_known = self._index is None or self._vector_search == "client"
+
+    def _vector_search_found(self, outcome: ft.Outcome, why: str) -> None:
+        """Settle the vector search from :func:`ft.start_up`'s outcome."""
+        if outcome != "server":
+            if self._vector_search == "server":
+                if outcome == "none":
+                    why = f"the server has no vector search (FT.* with vectors: {why})"
+                raise RuntimeError(f"vector_search='server', but {why}")
+            log = logger.info if outcome == "none" else logger.warning
+            log("rediskv store: the exact client vector search (%s)", why)
+        self.config.server_search = outcome == "server"
+        self._vector_search_known = True
 
     def _sweep_interval(self, minutes: float | None) -> float:
         """The sweeper's period in seconds: the argument, else the ttl's
@@ -68,12 +86,6 @@ class _Common(BaseStore):
         if not minutes or minutes <= 0:
             raise ValueError("no sweep interval: pass one, or set ttl's sweep_interval_minutes")
         return float(minutes) * 60
-
-    def setup(self) -> None:
-        """Nothing to create: the keys appear with the first put."""
-
-    async def asetup(self) -> None:
-        """Nothing to create: the keys appear with the first put."""
 
 
 class RedisStore(_Common):
@@ -88,6 +100,11 @@ class RedisStore(_Common):
             called).
         index: semantic search, LangGraph's ``IndexConfig``: ``{"dims": int, "embed":
             Embeddings or function, "fields": [paths]}`` (docs/store.md, Semantic search).
+        vector_search: with an ``index``, where a query search runs: ``"auto"`` (default) on
+            the server's vector search (FT.*: Redis Stack, Redis 8, valkey-search) when it
+            has one, found at :meth:`setup` or the first call, else on the client;
+            ``"server"``: on the server's, and a RuntimeError there if it has none;
+            ``"client"``: on the client whatever the server has.
     """
 
     _client: redis.Redis
@@ -100,8 +117,9 @@ class RedisStore(_Common):
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
+        vector_search: ft.VectorSearch = "auto",
     ) -> None:
-        self._init(url, client, redis.Redis.from_url, prefix, ttl, index)
+        self._init(url, client, redis.Redis.from_url, prefix, ttl, index, vector_search)
         self._sweeper: tuple[concurrent.futures.Future[None], threading.Event] | None = None
 
     @classmethod
@@ -132,6 +150,25 @@ class RedisStore(_Common):
                 pipe.execute_command(name, *keys)  # type: ignore[no-untyped-call]
         return list(pipe.execute())
 
+    def setup(self) -> None:
+        """With an ``index``: find out whether the server has a vector search and create the
+        store's vector index there (once: idempotent). Without, nothing: the keys appear with
+        the first put. The first call does it when this was not called."""
+        if self._vector_search_known:
+            return
+        assert self._index is not None
+        steps = ft.start_up(self.config.prefix, self._index.dims)
+        try:
+            command = next(steps)
+            while True:
+                try:
+                    reply = self._client.execute_command(*command)  # type: ignore[no-untyped-call]
+                except redis.ResponseError as error:
+                    reply = error
+                command = steps.send(reply)
+        except StopIteration as done:
+            self._vector_search_found(*done.value)
+
     def _drive(self, rounds: Rounds | Any) -> Any:
         try:
             calls = next(rounds)
@@ -144,6 +181,7 @@ class RedisStore(_Common):
         ops = list(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = embed(self._index, plan(self._index, ops))
+        self.setup()
         return list(self._drive(run_batch(self.config, ops, embedding)))
 
     def import_items(
@@ -241,8 +279,9 @@ class AsyncRedisStore(_Common):
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
+        vector_search: ft.VectorSearch = "auto",
     ) -> None:
-        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index)
+        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index, vector_search)
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): the one it is made on (the
         # Agent Server's factory, from_conn_string), else the first to run a coroutine of it
@@ -282,6 +321,23 @@ class AsyncRedisStore(_Common):
                 pipe.execute_command(name, *keys)
         return list(await pipe.execute())
 
+    async def asetup(self) -> None:
+        """As :meth:`RedisStore.setup`."""
+        if self._vector_search_known:
+            return
+        assert self._index is not None
+        steps = ft.start_up(self.config.prefix, self._index.dims)
+        try:
+            command = next(steps)
+            while True:
+                try:
+                    reply = await self._client.execute_command(*command)  # type: ignore[no-untyped-call]
+                except redis.ResponseError as error:
+                    reply = error
+                command = steps.send(reply)
+        except StopIteration as done:
+            self._vector_search_found(*done.value)
+
     async def _drive(self, rounds: Rounds | Any) -> Any:
         self._loop = asyncio.get_running_loop()
         try:
@@ -295,6 +351,7 @@ class AsyncRedisStore(_Common):
         ops = list(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = await aembed(self._index, plan(self._index, ops))
+        await self.asetup()
         return list(await self._drive(run_batch(self.config, ops, embedding)))
 
     async def import_items(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -26,14 +27,17 @@ from langgraph.store.base import (
 
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
+from . import ft
 from .keys import (
     decode_namespace,
     encode_namespace,
     namespace_index_key,
     namespace_keys,
+    namespace_tags,
+    parse_vector_doc_key,
     prefix_range,
 )
-from .vectors import Embedding, item_scores
+from .vectors import Embedding, item_scores, pack, vector_scores
 
 # A call: ("script", name, keys, args) or ("command", name, args, ())
 Call = tuple[str, str, Sequence[Any], Sequence[Any]]
@@ -140,6 +144,9 @@ class StoreConfig:
     clock: Callable[[], int] | None = None
     # the vectors' dimensions when the store has an index (semantic search), else None
     dims: int | None = None
+    # whether the store uses the server's vector search (its FT index exists: the puts write
+    # the vectors' documents, a query search asks the index); set by the store's start-up
+    server_search: bool = False
 
 
 # what each part of an item lives in (a StoreItemLostError names the key), by namespace_keys
@@ -157,7 +164,7 @@ def _put_calls(
 ) -> list[Call]:
     keys = namespace_keys(config.prefix, op.namespace)
     if op.value is None:
-        return [("script", "store_put", keys, [now, op.key, "", stamp, "", "", ""])]
+        return [("script", "store_put", keys, [now, op.key, "", stamp, "", "", "", ""])]
     ttl = op.ttl
     ttl_ms = "" if ttl is None else str(int(float(ttl) * 60_000))
     value = json.dumps(op.value, separators=(",", ":"), ensure_ascii=False)
@@ -167,7 +174,10 @@ def _put_calls(
         [namespace_index_key(config.prefix), 0, encode_namespace(op.namespace)],
         (),
     )
-    put: Call = ("script", "store_put", keys, [now, op.key, value, stamp, ttl_ms, vectors, created])
+    # (ARGV[7]: the namespace's tags, for the vectors' documents of the server's search)
+    tags = namespace_tags(op.namespace) if config.server_search else ""
+    args = [now, op.key, value, stamp, ttl_ms, vectors, tags, created]
+    put: Call = ("script", "store_put", keys, args)
     return [ahead, put]
 
 
@@ -233,7 +243,9 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
                 listings.append((i, op, [decode_namespace(_text(m)) for m in reply]))
         for i, sop, namespaces in searches:
             query = embedding.queries.get(sop.query) if sop.query else None
-            if query and config.dims is not None:
+            if query and config.dims is not None and config.server_search:
+                results[i] = yield from _server_vector_search(config, sop, namespaces, now, query)
+            elif query and config.dims is not None:
                 results[i] = yield from _vector_search(config, sop, namespaces, now, query)
             else:
                 results[i] = yield from _search(config, sop, namespaces, now)
@@ -516,6 +528,172 @@ def _vector_search(
             )
         )
     return out
+
+
+# The first KNN of a query search asks for this many vectors at least (4 times offset + limit
+# with a filter, twice without), then four times as many while the ranking is not settled, up
+# to KNN_MAX: past it the search is the client's (_vector_search). 10,000 is valkey-search's
+# default bound on K.
+KNN_MIN = 32
+KNN_MAX = 10_000
+
+
+def _knn_margin(dims: int) -> float:
+    """How far the server's cosine (float32, its own sums) may be from the store's (float64
+    from the same float32s), at most: a generous bound of float32 sums of ``dims`` terms."""
+    return 1e-6 + dims * 2.0**-23
+
+
+def _command(args: Sequence[Any]) -> Call:
+    return ("command", args[0], list(args[1:]), ())
+
+
+def _scored(
+    config: StoreConfig,
+    op: SearchOp,
+    namespace: tuple[str, ...],
+    key: str,
+    reply: Any,
+    query: list[float],
+) -> tuple[Any, ...] | None:
+    """An item a query search read (store_get with its vectors): (namespace, key, value,
+    created µs, updated µs, score, cosines of its vectors), value None when the filter drops
+    it; None when it is gone. A lost part raises."""
+    assert config.dims is not None
+    if reply and isinstance(reply[0], int):
+        raise _lost(config, namespace, key, reply[1])
+    if not reply:
+        return None
+    value: Any = reply[0]
+    if op.filter:
+        value = json.loads(value)
+        if not all(compare_values(value.get(f), v) for f, v in op.filter.items()):
+            value = None
+    (cosines,) = vector_scores(query, [reply[3]], config.dims)
+    score = max(cosines) if cosines else None
+    return (namespace, key, value, reply[1], int(float(_text(reply[2]))), score, cosines)
+
+
+def _server_vector_search(
+    config: StoreConfig,
+    op: SearchOp,
+    namespaces: list[tuple[str, ...]],
+    now: str,
+    query: list[float],
+) -> Generator[list[Call], list[Any], list[SearchItem]]:
+    """A query search on the server's vector search: the same answer as
+    :func:`_vector_search`'s, from the candidates the index finds. The server's KNN (FLAT:
+    exact, with the namespace prefix as a tag pre-filter) names the vectors nearest the query;
+    the store reads their items (expired ones dropped, as any read), applies the filter and
+    scores each item by its best cosine as the client path does (so the scores are
+    InMemoryStore's). It asks for more vectors (K times 4) until the ranking is settled: the
+    ``offset + limit``-th best item that passes scores above anything the vectors not yet
+    returned can score (the least cosine returned, plus the margin between the server's float32
+    cosine and the store's; 0 for zero vectors, which the index holds apart, until they are
+    read). Past KNN_MAX the search goes to the client path. Once the KNN has returned every
+    vector under the prefix, items without vectors follow, newest-updated first, read as the
+    plain search reads them."""
+    assert config.dims is not None
+    dims = config.dims
+    if op.limit <= 0 or not namespaces:
+        return []
+    if not any(query):  # (every cosine is 0: the order is the updates')
+        return (yield from _vector_search(config, op, namespaces, now, query))
+    need = op.offset + op.limit
+    blob = pack(query, dims, "")
+    margin = 2 * _knn_margin(dims)
+    k = max(KNN_MIN, need * (4 if op.filter else 2))
+    # (namespace, key) -> (namespace, key, value, created µs, updated µs, score, cosines), or
+    # None: gone, or outside the prefix (a tag collision)
+    read: dict[tuple[tuple[str, ...], str], tuple[Any, ...] | None] = {}
+    docs: list[tuple[tuple[str, ...], str, int]] = []  # the last KNN's vectors
+    ask_knn, zeros_read, exhausted = True, False, False
+    while True:
+        calls: list[Call] = []
+        if ask_knn:
+            calls.append(_command(ft.knn_args(config.prefix, op.namespace_prefix, blob, k)))
+        else:  # (the zero vectors are wanted: the KNN has settled what it can)
+            calls.append(_command(ft.zero_args(config.prefix, op.namespace_prefix, KNN_MAX)))
+        (reply,) = yield calls
+        found = [parse_vector_doc_key(config.prefix, d) for d in ft.search_ids(reply)]
+        if ask_knn:
+            docs, exhausted = found, len(found) < k
+        else:
+            zeros_read = True
+            if len(found) >= KNN_MAX:  # (more zero vectors than a reply holds)
+                return (yield from _vector_search(config, op, namespaces, now, query))
+        wanted = list(dict.fromkeys((n, key) for n, key, _ in found if (n, key) not in read))
+        for n, key in wanted:
+            if not under(n, op.namespace_prefix):  # (a tag collision)
+                read[(n, key)] = None
+        wanted = [w for w in wanted if w not in read]
+        if wanted:
+            got = yield [
+                ("script", "store_get", namespace_keys(config.prefix, n), [now, "0", key, "1"])
+                for n, key in wanted
+            ]
+            for (n, key), item in zip(wanted, got, strict=True):
+                read[(n, key)] = _scored(config, op, n, key, item, query)
+        # what an item not yet read can score at most: the least cosine the last KNN returned
+        # (of a vector whose item was read), plus the margin; 0 while the zero vectors are
+        # not read
+        bound = -math.inf
+        if not exhausted:
+            returned = [
+                item[6][i]
+                for n, key, i in docs
+                if (item := read.get((n, key))) is not None and i < len(item[6])
+            ]
+            bound = (min(returned) if returned else math.inf) + margin
+        ranked = sorted(
+            (
+                ((-item[5], -item[4], encode_namespace(item[0])), item)
+                for item in read.values()
+                if item is not None and item[2] is not None and item[5] is not None
+            ),
+            key=lambda entry: entry[0],
+        )
+        last = ranked[need - 1][1][5] if len(ranked) >= need else None
+        if (exhausted and zeros_read) or (
+            last is not None and last > (bound if zeros_read else max(bound, 0.0))
+        ):
+            break
+        if not zeros_read and (exhausted or (last is not None and last > bound)):
+            ask_knn = False
+            continue
+        if k >= KNN_MAX:
+            return (yield from _vector_search(config, op, namespaces, now, query))
+        ask_knn, k = True, min(KNN_MAX, 4 * k)
+    chosen = [
+        SearchItem(
+            namespace=namespace,
+            key=key,
+            value=json.loads(value) if isinstance(value, (bytes, str)) else value,
+            created_at=_moment(created),
+            updated_at=_moment(updated),
+            score=score,
+        )
+        for _, (namespace, key, value, created, updated, score, _) in ranked[:need]
+    ]
+    if len(chosen) < need:
+        # every vector under the prefix was returned: the items without vectors follow, newest
+        # first (the plain search's pages, less the items read above)
+        plain = SearchOp(op.namespace_prefix, op.filter, limit=need, offset=0, refresh_ttl=False)
+        for item in (yield from _search(config, plain, namespaces, now)):
+            if len(chosen) < need and (tuple(item.namespace), item.key) not in read:
+                chosen.append(item)
+    chosen = chosen[op.offset :]
+    if op.refresh_ttl and chosen:
+        yield [
+            (
+                "script",
+                "store_get",
+                namespace_keys(config.prefix, tuple(c.namespace)),
+                [now, "1", c.key],
+            )
+            for c in chosen
+        ]
+    return chosen
 
 
 def _alive(

@@ -17,6 +17,19 @@ and one global key (another slot on a cluster):
     S:store:ns  ZSET  every encoded namespace that may hold items, all scored 0, read with
                       ZRANGEBYLEX for a prefix (never KEYS or SCAN)
 
+When the server has a vector search (FT.*: RediSearch, Redis 8's Query Engine, valkey-search)
+and the store uses it (``vector_search=``), each of an item's vectors is also a document of
+its own, in the namespace's slot, which the index ``S:store:vec`` (FT.CREATE ... PREFIX 1
+``S:sv:``; an index name, not a key) covers:
+
+    S:sv:L:{S:N}:i:K  HASH  the item K's i-th vector (i from 0): ``vec`` (float32s) and ``ns``
+                      (TAG: the namespace's tags, :func:`namespace_tags`); a zero vector has
+                      no ``vec`` (a cosine of it is 0 by definition, not the server's NaN)
+                      and its tags start with ``z``. L is the byte length of N, so that the
+                      key names its namespace and item whatever they hold (N may hold
+                      ``}:``). Written, replaced and deleted with the item by the scripts
+                      (lua/include/store_purge.lua ``store_doc_key`` builds the same names).
+
 The global index is written ahead: a put adds its namespace before its script runs (and once
 more after, when the script reports that the namespace was empty before), so it is a superset
 of the namespaces holding items. It is swept lazily: list_namespaces counts the live items of
@@ -24,6 +37,8 @@ each namespace it reads (``store_alive``) and removes the empty ones.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 KEY_SUFFIXES = ("h", "m", "z", "x", "t", "v")
 
@@ -56,3 +71,49 @@ def prefix_range(namespace_prefix: tuple[str, ...]) -> tuple[str, str]:
         return "-", "+"
     encoded = encode_namespace(namespace_prefix)
     return f"[{encoded}", f"({encoded}/"
+
+
+def vector_index_name(prefix: str) -> str:
+    """The server's vector index (FT.CREATE) over the prefix's vector documents."""
+    return f"{prefix}:store:vec"
+
+
+def vector_doc_prefix(prefix: str) -> str:
+    """What every vector document's key starts with (the index's PREFIX)."""
+    return f"{prefix}:sv:"
+
+
+def vector_doc_key(prefix: str, namespace: tuple[str, ...], key: str, i: int) -> str:
+    """The document of the ``i``-th vector of item ``key`` (see the module's docstring)."""
+    encoded = encode_namespace(namespace)
+    length = len(encoded.encode())
+    return f"{vector_doc_prefix(prefix)}{length}:{{{prefix}:{encoded}}}:{i}:{key}"
+
+
+def parse_vector_doc_key(prefix: str, doc: bytes | str) -> tuple[tuple[str, ...], str, int]:
+    """(namespace, item key, i) of a vector document's key; ValueError for another key."""
+    raw = doc.encode() if isinstance(doc, str) else doc
+    head = vector_doc_prefix(prefix).encode()
+    if not raw.startswith(head):
+        raise ValueError(f"not a vector document of prefix {prefix!r}: {raw!r}")
+    length, _, rest = raw[len(head) :].partition(b":")
+    tag = f"{{{prefix}:".encode()
+    n = int(length)
+    if not rest.startswith(tag) or rest[len(tag) + n : len(tag) + n + 2] != b"}:":
+        raise ValueError(f"not a vector document of prefix {prefix!r}: {raw!r}")
+    encoded = rest[len(tag) : len(tag) + n].decode()
+    i, _, key = rest[len(tag) + n + 2 :].partition(b":")
+    return decode_namespace(encoded), key.decode(), int(i)
+
+
+def namespace_tag(namespace_prefix: tuple[str, ...]) -> str:
+    """The TAG value of the documents under ``namespace_prefix`` (``()``: every one): 16 hex
+    digits of its encoding's SHA-1, so that no label needs escaping in a query (a collision
+    only costs a search candidates it drops: it checks each one's namespace)."""
+    return hashlib.sha1(encode_namespace(namespace_prefix).encode()).hexdigest()[:16]
+
+
+def namespace_tags(namespace: tuple[str, ...]) -> str:
+    """The ``ns`` TAG field of the namespace's documents: the tags of the namespace and of
+    each of its prefixes, ``()`` included, comma-separated (TAG's separator)."""
+    return ",".join(namespace_tag(namespace[:i]) for i in range(len(namespace) + 1))

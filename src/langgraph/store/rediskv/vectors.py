@@ -151,7 +151,9 @@ def pack(vector: Sequence[float], dims: int, text: str) -> bytes:
             f"the embedder returned a vector of {len(vector)} dimensions for {shown!r}; "
             f"the store's index has dims={dims}"
         )
-    packed = array("f", (float(x) for x in vector))
+    # (+ 0.0: a -0.0 is stored 0.0, so that a zero vector has one form, which the scripts
+    # tell apart for the server's vector search; no cosine changes)
+    packed = array("f", (float(x) + 0.0 for x in vector))
     if sys.byteorder != "little":
         packed.byteswap()
     return packed.tobytes()
@@ -194,7 +196,13 @@ def _has_numpy() -> bool:
 
 def item_scores(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> list[float | None]:
     """Each item's score: the best cosine of ``query`` with its vectors (``blobs``, see
-    :func:`pack`), None for an item without vectors. Computed as ``InMemoryStore`` does
+    :func:`pack`), None for an item without vectors (see :func:`vector_scores`)."""
+    return [max(scores) if scores else None for scores in vector_scores(query, blobs, dims)]
+
+
+def vector_scores(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> list[list[float]]:
+    """The cosine of ``query`` with each vector of each item (``blobs``, see :func:`pack`), in
+    the vectors' order; [] for an item without vectors. Computed as ``InMemoryStore`` does
     (numpy when installed, else pure Python; 0 for a zero vector), in float64 from the
     stored float32s, so that the same vectors score the same (the rows' norms summed by
     einsum, some 40 times faster than ``linalg.norm`` here, exact for integer vectors and
@@ -202,7 +210,7 @@ def item_scores(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> li
     rows = [vector_bytes(blob, dims) if blob else b"" for blob in blobs]
     counts = [len(r) // (4 * dims) for r in rows]
     if not any(counts):
-        return [None] * len(blobs)
+        return [[] for _ in blobs]
     if _has_numpy():
         import numpy as np
 
@@ -222,9 +230,9 @@ def item_scores(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> li
                 dot = sum(a * b for a, b in zip(query, row, strict=False))
                 norm2 = sum(a * a for a in row) ** 0.5
                 flat.append(dot / (norm1 * norm2) if norm1 > 0 and norm2 > 0 else 0.0)
-    out: list[float | None] = []
+    out: list[list[float]] = []
     at = 0
     for count in counts:
-        out.append(max(flat[at : at + count]) if count else None)
+        out.append(flat[at : at + count])
         at += count
     return out
