@@ -19,14 +19,12 @@
   ARGV[7]  the namespace's tags (keys.py namespace_tags) when the store uses the server's
            vector search: each vector is also a document S:sv:...:{S:ns}:i:key (keys.py),
            written and deleted with the item; "": none (those the item had go)
-  ARGV[8]  created_at (µs) of an item new to the namespace, or "": its updated_at (a copy from
-           another store keeps the source's; see migrate.py)
 
-  Counts: KEYS 6; ARGV 8
+  Counts: KEYS 6; ARGV 7
   Reply: 1 when the namespace had no item before this put and has one now (the caller writes
   the namespace into the global index once more), else 0.
 ]]
--- requires: store_purge
+-- requires: store_purge, store_write
 
 local now = store_now(ARGV[1])
 store_purge(now)
@@ -40,27 +38,7 @@ if ARGV[3] == "" then
   return 0
 end
 local stamp = store_stamp(ARGV[4])
-redis.call("HSET", KEYS[1], key, ARGV[3])
-redis.call("HSETNX", KEYS[2], key, ARGV[8] ~= "" and ARGV[8] or stamp)
-redis.call("ZADD", KEYS[3], stamp, key)
-if ARGV[5] == "" then
-  redis.call("ZREM", KEYS[4], key)
-  redis.call("HDEL", KEYS[5], key)
-else
-  redis.call("ZADD", KEYS[4], now + tonumber(ARGV[5]), key)
-  redis.call("HSET", KEYS[5], key, ARGV[5])
-end
-if ARGV[6] == "" then
-  -- an item without vectors has no documents either: nothing more to delete
-  if redis.call("HDEL", KEYS[6], key) == 1 then store_drop_docs(key, 0) end
-else
-  redis.call("HSET", KEYS[6], key, ARGV[6])
-  if ARGV[7] ~= "" then
-    store_write_docs(key, ARGV[6], ARGV[7])
-  else
-    store_drop_docs(key, 0)
-  end
-end
+store_write(key, ARGV[3], stamp, stamp, true, ARGV[5], ARGV[6], ARGV[7], now)
 if was_empty then
   return 1
 end

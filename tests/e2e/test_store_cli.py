@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 import redis
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 from langgraph.checkpoint.rediskv.__main__ import main
 from langgraph.store.rediskv import RedisStore
-from langgraph.store.rediskv.core import micros
+from langgraph.store.rediskv.imports import micros
 from langgraph.store.rediskv.keys import namespace_keys
 
 from ..conftest import new_prefix
@@ -50,7 +50,7 @@ def fill(store: BaseStore) -> None:
 
 def every_item(store: BaseStore) -> list[tuple[tuple[str, ...], str, Any, int, int]]:
     """Every item, by namespace and key, with its times in µs."""
-    found = store.search((), limit=1000)
+    found = store.search((), limit=10_000)
     return sorted(
         (tuple(i.namespace), i.key, i.value, micros(i.created_at), micros(i.updated_at))
         for i in found
@@ -163,7 +163,7 @@ def test_errors_are_one_line(server_url: str, store_prefix: str, filled: RedisSt
         (["store", "items", "org", "--key", "nope", *where], "no item 'nope' in namespace 'org'"),
         (["store", "stats", "--url", server_url, "--store-prefix", "a:b"], "prefix must be"),
         (["store", "stats", "--url", "redis://127.0.0.1:1/0"], "cannot reach Redis at"),
-        (["store", "migrate", "--from", "mysql://x", *where], "unknown store source 'mysql://x'"),
+        (["store", "migrate", "--from", "mysql://x", *where], "unknown store source 'mysql://...'"),
     ]
     for argv, message in cases:
         code, data, err = run(*argv)
@@ -189,12 +189,18 @@ def check_migration(server_url: str, store_prefix: str, source_url: str, source:
     finds them present; a changed item is a conflict, which --recopy replaces."""
     expected = every_item(source)
     code, data = migrate(server_url, store_prefix, source_url, "--dry-run")
-    assert (code, data["statuses"], data["verified"]) == (0, {"to copy": len(MEMORIES)}, 0)
+    assert (code, data["statuses"], data["verified"]) == (0, {"to copy": len(MEMORIES)}, 0), data[
+        "problems"
+    ]
     with RedisStore.from_conn_string(server_url, prefix=store_prefix) as target:
         assert every_item(target) == []
         code, data = migrate(server_url, store_prefix, source_url)
         assert (code, data["ok"], data["statuses"]) == (0, True, {"copied": len(MEMORIES)})
-        assert (data["verified"], data["restamped"], data["problems"]) == (len(MEMORIES), 0, [])
+        assert (data["verified"], data["read"], data["problems"]) == (
+            len(MEMORIES),
+            len(MEMORIES),
+            [],
+        )
         assert every_item(target) == expected
         code, data = migrate(server_url, store_prefix, source_url)
         assert (code, data["statuses"]) == (0, {"present": len(MEMORIES)})
@@ -205,7 +211,17 @@ def check_migration(server_url: str, store_prefix: str, source_url: str, source:
         assert data["problems"] == ["org/policy: another item is here (--recopy replaces it)"]
         code, data = migrate(server_url, store_prefix, source_url, "--recopy")
         assert (code, data["statuses"]) == (0, {"present": len(MEMORIES) - 1, "replaced": 1})
-        assert every_item(target) == expected
+        # replaced is an update here: its updated_at goes above the namespace's newest
+        replaced = target.get(("org",), "policy")
+        assert replaced is not None
+        assert every_item(target) == [
+            (n, k, v, c, micros(replaced.updated_at) if k == "policy" else u)
+            for n, k, v, c, u in expected
+        ]
+        assert (
+            micros(replaced.updated_at)
+            > dict(((n, k), u) for n, k, _, _, u in expected)[(("org",), "policy")]
+        )
 
 
 def test_migrate_from_postgres_store(server_url: str, store_prefix: str, postgres_url: str) -> None:
@@ -289,3 +305,123 @@ def test_migrate_a_namespace_from_a_factory(
             i for i in every_item(memories_source.STORE) if i[0][:2] == ("users", "u1")
         ]
     sys.modules.pop("memories_source")
+
+
+# -- what a production migration must not get wrong (a review's findings) ----------------------
+
+
+def search_order(store: BaseStore, namespace: tuple[str, ...]) -> list[tuple[str, int]]:
+    return [(i.key, micros(i.updated_at)) for i in store.search(namespace, limit=10_000)]
+
+
+def test_a_postgres_batch_of_one_now_is_copied_whole(
+    server_url: str, store_prefix: str, postgres_url: str
+) -> None:
+    """A PostgresStore batch stamps its items with one now(): its search pages (OFFSET over
+    updated_at) return ties in any order, so the source is read by its primary key."""
+    from langgraph.store.postgres import PostgresStore
+
+    n = 1200
+    with PostgresStore.from_conn_string(postgres_url) as source:
+        source.setup()
+        source.batch([PutOp(("users", "u1"), f"k{i:05d}", {"i": i}) for i in range(n)])
+        code, data = migrate(server_url, store_prefix, postgres_url)
+        assert (code, data["statuses"], data["read"], data["source_count"]) == (
+            0,
+            {"copied": n},
+            n,
+            n,
+        )
+        first = source.get(("users", "u1"), "k00000")
+        assert first is not None
+        stamp = micros(first.updated_at)
+        with RedisStore.from_conn_string(server_url, prefix=store_prefix) as target:
+            assert every_item(target) == [
+                (("users", "u1"), f"k{i:05d}", {"i": i}, stamp, stamp) for i in range(n)
+            ]
+
+
+def test_search_order_and_updated_at_survive_many_pages(
+    server_url: str, store_prefix: str, postgres_url: str
+) -> None:
+    """Items put one by one, more than a page of them: the copies keep their updated_at, so
+    a search returns them in the source's order (newest first), not page by page."""
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(postgres_url) as source:
+        source.setup()
+        for i in range(520):
+            source.put(("users", "u1"), f"k{i:04d}", {"i": i})
+        assert migrate(server_url, store_prefix, postgres_url)[0] == 0
+        with RedisStore.from_conn_string(server_url, prefix=store_prefix) as target:
+            assert search_order(target, ("users", "u1")) == search_order(source, ("users", "u1"))
+
+
+def test_each_item_is_read_once_whatever_the_namespaces_under_it(
+    server_url: str, store_prefix: str
+) -> None:
+    source_prefix = new_prefix()
+    with RedisStore.from_conn_string(server_url, prefix=source_prefix) as source:
+        namespaces = [("a",), ("a", "b"), ("a", "b", "c")]
+        source.batch([PutOp(n, f"k{i}", {"i": i}) for n in namespaces for i in range(700)])
+        code, data = migrate(
+            server_url, store_prefix, f"rediskv+{server_url}?prefix={source_prefix}"
+        )
+        assert (code, data["read"], data["statuses"]) == (0, 2100, {"copied": 2100})
+        with RedisStore.from_conn_string(server_url, prefix=store_prefix) as target:
+            assert every_item(target) == every_item(source)
+
+
+def test_a_search_that_stops_at_maxsearchresults_is_reported(
+    server_url: str, store_prefix: str, stack_url: str
+) -> None:
+    from langgraph.store.redis import RedisStore as OfficialRedisStore
+
+    admin = redis.Redis.from_url(stack_url)
+    before = admin.execute_command("FT.CONFIG", "GET", "MAXSEARCHRESULTS")[b"MAXSEARCHRESULTS"]
+    with OfficialRedisStore.from_conn_string(stack_url) as source:
+        source.setup()
+        source.batch([PutOp(("capped", f"n{i % 3}"), f"k{i:03d}", {"i": i}) for i in range(600)])
+        # a page (500) within it, the next past it (a page past it would be refused)
+        admin.execute_command("FT.CONFIG", "SET", "MAXSEARCHRESULTS", "500")
+        try:
+            code, data = migrate(
+                server_url, store_prefix, f"langgraph-redis+{stack_url}", "--namespace", "capped"
+            )
+        finally:
+            admin.execute_command("FT.CONFIG", "SET", "MAXSEARCHRESULTS", before)
+            source.batch([PutOp(("capped", f"n{i % 3}"), f"k{i:03d}", None) for i in range(600)])
+            admin.close()
+    assert (code, data["ok"], data["read"]) == (2, False, 500)
+    assert data["problems"] == [
+        "read 500 items, the source server's MAXSEARCHRESULTS: a search returns none past it, so "
+        "some may be unread (raise it with FT.CONFIG SET, or migrate under narrower --namespace "
+        "prefixes)"
+    ]
+
+
+def test_a_source_that_fails_is_named_as_the_source(server_url: str, store_prefix: str) -> None:
+    code, data, err = run(
+        "store", "migrate", "--from", "rediskv+redis://:hunter2@127.0.0.1:1/0?prefix=x",
+        "--url", server_url, "--store-prefix", store_prefix,
+    )  # fmt: skip
+    assert (code, data) == (1, None)
+    assert err.startswith("rediskv: error: reading rediskv+redis://:***@127.0.0.1:1/0?prefix=x: ")
+    assert "hunter2" not in err
+
+
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [
+        (
+            "postgresql://u:hunter2@h/db?sslpassword=hunter2",
+            "postgresql://u:***@h/db?sslpassword=***",
+        ),
+        ("host=h user=u password=hunter2 dbname=db", "host=h user=u password=*** dbname=db"),
+        ("mysql://u:hunter2@h/db", "mysql://..."),
+    ],
+)
+def test_a_password_in_the_source_is_never_printed(source: str, shown: str) -> None:
+    from langgraph.store.rediskv.migrate import redact_source
+
+    assert redact_source(source) == shown

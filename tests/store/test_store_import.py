@@ -1,19 +1,22 @@
-"""``RedisStore.import_items`` (what ``rediskv store migrate`` writes with): copies keep the
-source's value, created_at and updated_at, a second run finds them present, a differing item
-is a conflict unless ``recopy``, the source's order holds where stamps tie, an index embeds
-the copies, and ``ttl_minutes`` gives them a TTL."""
+"""``RedisStore.import_items`` (what ``rediskv store migrate`` writes with): a copy keeps the
+source's value, created_at and updated_at exactly, wherever that puts it among the
+namespace's items; a second run finds it present (the same value JSON: ``1`` is not
+``true``); another item there is a conflict, replaced in one step only when asked; items a
+put would refuse are "invalid" and not sent; an index embeds the copies (and present items
+without vectors); ``ttl_minutes`` gives the copies a TTL."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 import redis
 from langgraph.store.base import Item
 
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore
-from langgraph.store.rediskv.core import micros
+from langgraph.store.rediskv.imports import micros
 from langgraph.store.rediskv.keys import namespace_keys
 
 from ..conftest import new_prefix
@@ -22,7 +25,7 @@ from .test_store_vectors import KnownEmbeddings
 T0 = datetime(2025, 3, 4, 5, 6, 7, 123456, tzinfo=timezone.utc)
 
 
-def item(namespace: tuple[str, ...], key: str, value: dict, created: int, updated: int) -> Item:
+def item(namespace: tuple[str, ...], key: str, value: Any, created: int, updated: int) -> Item:
     """An item as another store returns it; times in µs after T0."""
     return Item(
         value=value,
@@ -47,47 +50,73 @@ def store(server_url: str) -> Iterator[RedisStore]:
         yield s
 
 
-def facts(found: list[Item]) -> list[tuple[tuple[str, ...], str, dict, int, int]]:
+def facts(found: list[Any]) -> list[tuple[tuple[str, ...], str, Any, int, int]]:
     return [
         (tuple(i.namespace), i.key, i.value, micros(i.created_at), micros(i.updated_at))
         for i in found
     ]
 
 
+def newest_first(items: list[Item]) -> list[Item]:
+    return sorted(items, key=lambda i: (i.updated_at, i.key), reverse=True)
+
+
 def test_copies_keep_values_and_times_and_a_second_run_finds_them(store: RedisStore) -> None:
     assert store.import_items(SOURCE, dry_run=True) == ["to copy"] * 4
     assert store.search(("users",)) == []
+    assert store.list_namespaces() == []
     assert store.import_items(SOURCE) == ["copied"] * 4
-    # newest-updated first, each with the source's exact stamps
-    assert facts(store.search(("users",))) == facts(
-        sorted(SOURCE, key=lambda i: i.updated_at, reverse=True)
-    )
+    assert facts(store.search(("users",))) == facts(newest_first(SOURCE))
     assert store.list_namespaces() == [("users",), ("users", "u1"), ("users", "u2")]
+    assert store.import_items(SOURCE) == ["present"] * 4
+    assert store.import_items(SOURCE, dry_run=True) == ["present"] * 4
+
+
+def test_old_copies_stay_behind_newer_items_of_the_namespace(store: RedisStore) -> None:
+    """A copy is a new item with its own stamp, not an update: it does not jump above what
+    the application wrote since (nor do a page's items above the previous page's)."""
+    store.put(("users", "u1"), "fresh", {"text": "today"})
+    assert store.import_items(SOURCE[:2]) == ["copied", "copied"]
+    found = store.search(("users", "u1"))
+    assert [i.key for i in found] == ["fresh", "a", "b"]
+    assert facts(found[1:]) == facts(SOURCE[:2])
+
+
+def test_ties_keep_their_stamps(store: RedisStore) -> None:
+    """A PostgresStore batch stamps its items alike: so do their copies (ties are ordered by
+    key, newest first as a search reads them)."""
+    tied = [
+        item(("n",), "x", {"v": 1}, 0, 7),
+        item(("n",), "y", {"v": 2}, 0, 7),
+        item(("n",), "z", {"v": 3}, 0, 6),
+    ]
+    assert store.import_items(tied) == ["copied"] * 3
+    assert facts(store.search(("n",))) == facts([tied[1], tied[0], tied[2]])
+
+
+def test_a_differing_item_is_a_conflict_unless_replaced(store: RedisStore) -> None:
+    store.import_items(SOURCE)
+    store.put(("users", "u1"), "a", {"text": "mine"})
+    mine = store.get(("users", "u1"), "a")
+    assert mine is not None
+    assert store.import_items(SOURCE) == ["conflict", "present", "present", "present"]
+    assert store.import_items(SOURCE, recopy=True, dry_run=True)[0] == "to replace"
+    assert facts([store.get(("users", "u1"), "a")]) == facts([mine])
+    assert store.import_items(SOURCE, recopy=True) == ["replaced", "present", "present", "present"]
+    copy = store.get(("users", "u1"), "a")
+    assert copy is not None
+    assert (copy.value, micros(copy.created_at)) == (SOURCE[0].value, micros(SOURCE[0].created_at))
+    # replaced is an update: its stamp goes above the namespace's newest (its own, here)
+    assert micros(copy.updated_at) == micros(mine.updated_at) + 1
     assert store.import_items(SOURCE) == ["present"] * 4
 
 
-def test_a_differing_item_is_a_conflict_unless_recopied(store: RedisStore) -> None:
-    store.import_items(SOURCE)
-    store.put(("users", "u1"), "a", {"text": "mine"})
-    plans = ["conflict", "present", "present", "present"]
-    assert store.import_items(SOURCE) == plans
-    assert store.get(("users", "u1"), "a").value == {"text": "mine"}  # type: ignore[union-attr]
-    assert store.import_items(SOURCE, recopy=True, dry_run=True)[0] == "to replace"
-    assert store.get(("users", "u1"), "a").value == {"text": "mine"}  # type: ignore[union-attr]
-    assert store.import_items(SOURCE, recopy=True) == ["replaced", *plans[1:]]
-    # the item it replaces goes first: the copy is the source's, stamps too
-    assert facts([store.get(("users", "u1"), "a")]) == facts(SOURCE[:1])  # type: ignore[list-item]
-    # a newer item of the namespace (not the one replaced): the copy's stamp goes above it
-    store.put(("users", "u1"), "c", {"text": "newer"})
-    newest = store.get(("users", "u1"), "c")
-    assert newest is not None
-    assert store.import_items(SOURCE, recopy=True)[0] == "present"
-    store.put(("users", "u1"), "a", {"text": "mine again"})
-    assert store.import_items(SOURCE, recopy=True)[0] == "replaced"
-    copy = store.get(("users", "u1"), "a")
-    assert copy is not None
-    assert micros(copy.created_at) == micros(SOURCE[0].created_at)
-    assert micros(copy.updated_at) == micros(newest.updated_at) + 1
+def test_the_same_value_json_is_present_not_an_equal_python_value(store: RedisStore) -> None:
+    one = [item(("t",), "k", {"flag": 1}, 0, 0)]
+    assert store.import_items(one) == ["copied"]
+    assert store.import_items([item(("t",), "k", {"flag": True}, 0, 0)]) == ["conflict"]
+    assert store.import_items([item(("t",), "k", {"flag": 1.0}, 0, 0)]) == ["conflict"]
+    assert store.import_items(one) == ["present"]
 
 
 def test_an_item_that_lost_its_value_is_copied_whole_again(
@@ -95,41 +124,62 @@ def test_an_item_that_lost_its_value_is_copied_whole_again(
 ) -> None:
     store.import_items(SOURCE[:1])
     client.hdel(namespace_keys(store.config.prefix, ("users", "u1"))[0], "a")  # evicted
-    assert store.import_items(SOURCE[:1]) == ["replaced"]
-    assert facts([store.get(("users", "u1"), "a")]) == facts(SOURCE[:1])  # type: ignore[list-item]
+    assert store.import_items(SOURCE[:1]) == ["copied"]
+    assert facts([store.get(("users", "u1"), "a")]) == facts(SOURCE[:1])
 
 
-def test_ties_keep_the_source_order_one_microsecond_apart(store: RedisStore) -> None:
-    tied = [
-        item(("n",), "x", {"v": 1}, 0, 7),
-        item(("n",), "y", {"v": 2}, 0, 7),
-        item(("n",), "z", {"v": 3}, 0, 6),
+def test_items_a_put_refuses_are_invalid_and_not_sent(store: RedisStore) -> None:
+    bad = [
+        item(("a.b",), "k", {"v": 1}, 0, 0),
+        item((), "k", {"v": 1}, 0, 0),
+        item(("langgraph", "x"), "k", {"v": 1}, 0, 0),
+        item(("a", ""), "k", {"v": 1}, 0, 0),
+        item(("a",), "k", {"when": T0}, 0, 0),
+        item(("a",), "nan", {"v": float("nan")}, 0, 0),
     ]
-    assert store.import_items(tied) == ["copied"] * 3
-    found = store.search(("n",))
-    assert [(i.key, micros(i.updated_at) - micros(T0)) for i in found] == [
-        ("y", 8),
-        ("x", 7),
-        ("z", 6),
+    statuses = store.import_items([*bad, SOURCE[0]])
+    # (the message of json's refusal of NaN ends differently from one Python to another)
+    nan = "invalid: a value that is not JSON (Out of range float values are not JSON compliant"
+    assert statuses[5].startswith(nan)
+    statuses[5] = nan
+    assert statuses == [
+        "invalid: namespace label 'a.b' (not a non-empty string without '.')",
+        "invalid: an empty namespace",
+        "invalid: a namespace under 'langgraph' (reserved)",
+        "invalid: namespace label '' (not a non-empty string without '.')",
+        "invalid: a value that is not JSON (Object of type datetime is not JSON serializable)",
+        nan,
+        "copied",
     ]
+    assert store.list_namespaces() == [("users", "u1")]
 
 
-def test_an_index_embeds_the_copies_and_ttl_minutes_gives_a_ttl(
+def test_an_index_embeds_what_it_writes_and_ttl_minutes_gives_a_ttl(
     server_url: str, client: redis.Redis
 ) -> None:
     embeddings = KnownEmbeddings()
     index = {"dims": 4, "embed": embeddings, "fields": ["text"]}
-    with RedisStore.from_conn_string(server_url, prefix=new_prefix(), index=index) as store:
-        assert store.import_items(SOURCE, ttl_minutes=2) == ["copied"] * 4
+    prefix = new_prefix()
+    with RedisStore.from_conn_string(server_url, prefix=prefix) as plain:
+        assert plain.import_items(SOURCE[:2]) == ["copied", "copied"]  # (no vectors)
+    with RedisStore.from_conn_string(server_url, prefix=prefix, index=index) as store:
+        assert store.import_items(SOURCE, ttl_minutes=2) == [
+            "present",
+            "present",
+            "copied",
+            "copied",
+        ]
+        # the copies, and the present items that had no vectors
         assert embeddings.documents == [["tea", "coffee", "water", "tea and coffee"]]
         found = store.search(("users",), query="coffee", limit=2)
         assert [(i.key, i.score) for i in found] == [
             ("b", 1.0),
             ("root", pytest.approx(0.7071, abs=1e-4)),
         ]
-        keys = namespace_keys(store.config.prefix, ("users", "u1"))
-        assert client.hget(keys[4], "a") == b"120000"  # the TTL (ms), refreshed on reads
-        # a second run embeds nothing: nothing is copied
+        ttls = namespace_keys(prefix, ("users", "u2"))[4]
+        assert client.hget(ttls, "a") == b"120000"  # the copies' TTL (ms)
+        assert client.hget(namespace_keys(prefix, ("users", "u1"))[4], "a") is None
+        # a second run embeds nothing: nothing is written
         assert store.import_items(SOURCE) == ["present"] * 4
         assert len(embeddings.documents) == 1
 
@@ -138,5 +188,4 @@ async def test_async_import(server_url: str) -> None:
     async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
         assert await store.import_items(SOURCE) == ["copied"] * 4
         assert await store.import_items(SOURCE, dry_run=True) == ["present"] * 4
-        found = await store.asearch(("users",))
-        assert facts(found) == facts(sorted(SOURCE, key=lambda i: i.updated_at, reverse=True))
+        assert facts(await store.asearch(("users",))) == facts(newest_first(SOURCE))

@@ -16,20 +16,19 @@ from typing import Any
 
 import redis
 import redis.asyncio as aredis
-from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
 
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
 from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
-from .core import Call, Rounds, import_outcome, import_plans, run_batch, run_import, run_sweep
+from .core import Call, Rounds, run_batch, run_sweep
+from .imports import ImportBatch, import_plans, run_import
 from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
 
 logger = logging.getLogger(__name__)
-
-_COPY = ("copy", "replace")  # the import plans that write
 
 
 class _Common(BaseStore):
@@ -192,21 +191,30 @@ class RedisStore(_Common):
         recopy: bool = False,
         dry_run: bool = False,
     ) -> list[str]:
-        """Copy items of another store in, each keeping its value, created_at and updated_at
-        (``rediskv store migrate`` runs this; docs/store.md, Migrating). Returns a status per
-        item: "copied", "present" (the same value and created_at are here), "conflict"
-        (another item is here: left as it is), "replaced" (``recopy``, or a copy here that
-        lost part of itself), or with ``dry_run`` "to copy" / "to replace" and nothing
-        written. With an index, the copies are embedded as puts are; ``ttl_minutes`` gives
-        them a TTL (none by default, whatever the store's default_ttl)."""
-        items = list(items)
-        plans = self._drive(import_plans(self.config, items, recopy=recopy))
-        copies = [(i, p == "replace") for i, p in zip(items, plans, strict=True) if p in _COPY]
-        if copies and not dry_run:
-            puts = [PutOp(item.namespace, item.key, item.value) for item, _ in copies]
-            embedding = embed(self._index, plan(self._index, puts))
-            self._drive(run_import(self.config, copies, embedding, ttl_minutes=ttl_minutes))
-        return import_outcome(plans, dry_run=dry_run)
+        """Copy items of another store in, each with its value, created_at and updated_at
+        (``rediskv store migrate`` runs this; docs/store.md, Migrating another store in).
+        Returns a status per item, in order: "copied"; "present" (the same value JSON and
+        created_at are here: nothing written); "conflict" (another item is here: left as it
+        is, unless ``recopy`` has it "replaced", in one step); "invalid: why" (a namespace a
+        put refuses, a value that is not JSON: not sent). ``dry_run``: "to copy" and "to
+        replace" instead, nothing written. With an index, the copies (and present items
+        without vectors) are embedded as puts are; ``ttl_minutes`` gives the copies a TTL
+        (none by default, whatever the store's default_ttl)."""
+        batch = ImportBatch(list(items))
+        self.setup()  # (the server's vector search, whose documents a copy writes)
+        plans: list[str] = []
+        if dry_run or self._index is not None:
+            plans = self._drive(import_plans(self.config, batch.valid, recopy=recopy))
+        if dry_run:
+            return batch.dry_run(plans)
+        embedding = embed(self._index, plan(self._index, batch.to_embed(plans)))
+        return batch.statuses(
+            self._drive(
+                run_import(
+                    self.config, batch.valid, embedding, ttl_minutes=ttl_minutes, recopy=recopy
+                )
+            )
+        )
 
     def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """Remove expired items, in a step of bounded work: the next ``max_namespaces``
@@ -363,14 +371,21 @@ class AsyncRedisStore(_Common):
         dry_run: bool = False,
     ) -> list[str]:
         """As :meth:`RedisStore.import_items`."""
-        items = list(items)
-        plans = await self._drive(import_plans(self.config, items, recopy=recopy))
-        copies = [(i, p == "replace") for i, p in zip(items, plans, strict=True) if p in _COPY]
-        if copies and not dry_run:
-            puts = [PutOp(item.namespace, item.key, item.value) for item, _ in copies]
-            embedding = await aembed(self._index, plan(self._index, puts))
-            await self._drive(run_import(self.config, copies, embedding, ttl_minutes=ttl_minutes))
-        return import_outcome(plans, dry_run=dry_run)
+        batch = ImportBatch(list(items))
+        await self.asetup()  # (the server's vector search, whose documents a copy writes)
+        plans: list[str] = []
+        if dry_run or self._index is not None:
+            plans = await self._drive(import_plans(self.config, batch.valid, recopy=recopy))
+        if dry_run:
+            return batch.dry_run(plans)
+        embedding = await aembed(self._index, plan(self._index, batch.to_embed(plans)))
+        return batch.statuses(
+            await self._drive(
+                run_import(
+                    self.config, batch.valid, embedding, ttl_minutes=ttl_minutes, recopy=recopy
+                )
+            )
+        )
 
     async def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """As :meth:`RedisStore.sweep_ttl`."""

@@ -13,7 +13,7 @@ from langgraph.checkpoint.rediskv.scripts import assemble, lua_dir
 
 from .core import StoreConfig
 
-STORE_SCRIPTS = ("store_put", "store_get", "store_page", "store_alive")
+STORE_SCRIPTS = ("store_put", "store_get", "store_page", "store_alive", "store_import")
 
 
 @functools.cache

@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from langgraph.store.base import (
@@ -159,12 +159,10 @@ def _lost(config: StoreConfig, namespace: tuple[str, ...], key: str, what: Any) 
     return StoreItemLostError(namespace, key, part, redis_key)
 
 
-def _put_calls(
-    config: StoreConfig, op: PutOp, now: str, stamp: str, vectors: bytes, created: str = ""
-) -> list[Call]:
+def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str, vectors: bytes) -> list[Call]:
     keys = namespace_keys(config.prefix, op.namespace)
     if op.value is None:
-        return [("script", "store_put", keys, [now, op.key, "", stamp, "", "", "", ""])]
+        return [("script", "store_put", keys, [now, op.key, "", stamp, "", "", ""])]
     ttl = op.ttl
     ttl_ms = "" if ttl is None else str(int(float(ttl) * 60_000))
     value = json.dumps(op.value, separators=(",", ":"), ensure_ascii=False)
@@ -176,7 +174,7 @@ def _put_calls(
     )
     # (ARGV[7]: the namespace's tags, for the vectors' documents of the server's search)
     tags = namespace_tags(op.namespace) if config.server_search else ""
-    args = [now, op.key, value, stamp, ttl_ms, vectors, tags, created]
+    args = [now, op.key, value, stamp, ttl_ms, vectors, tags]
     put: Call = ("script", "store_put", keys, args)
     return [ahead, put]
 
@@ -262,7 +260,6 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
                     op,
                     "" if first_stamp is None else str(first_stamp + n),
                     embedding.vectors.get((op.namespace, op.key), b""),
-                    "",
                 )
                 for n, op in enumerate(puts.values())
             ],
@@ -271,9 +268,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
     return results
 
 
-# a put of _put_round: the op, its updated_at stamp ("": the server's clock), its vectors, its
-# created_at ("": the stamp)
-PutEntry = tuple[PutOp, str, bytes, str]
+# a put of _put_round: the op, its updated_at stamp ("": the server's clock), its vectors
+PutEntry = tuple[PutOp, str, bytes]
 
 
 def _put_round(
@@ -283,8 +279,8 @@ def _put_round(
     written into the global index once more (a sweep may have removed it meanwhile)."""
     calls: list[Call] = []
     owners: list[str | None] = []  # per call: the namespace of a put script, else None
-    for op, stamp, vectors, created in entries:
-        for call in _put_calls(config, op, now, stamp, vectors, created):
+    for op, stamp, vectors in entries:
+        for call in _put_calls(config, op, now, stamp, vectors):
             calls.append(call)
             put = call[0] == "script" and op.value is not None
             owners.append(encode_namespace(op.namespace) if put else None)
@@ -297,72 +293,6 @@ def _put_round(
     ]
     if again:
         yield again
-
-
-def micros(moment: datetime) -> int:
-    """A timestamp in µs since the epoch, exactly (the stores' stamps)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def import_plans(
-    config: StoreConfig, items: Sequence[Item], *, recopy: bool = False
-) -> Generator[list[Call], list[Any], list[str]]:
-    """What copying each item of another store takes (``migrate.py``), read in one round:
-    "copy" (absent here, or part of it lost: a copy repairs it), "present" (the same value
-    and created_at are here), "conflict" (another item of that namespace and key is here),
-    or with ``recopy`` "replace" in place of "conflict"."""
-    now = "" if config.clock is None else str(config.clock())
-    replies = yield [
-        ("script", "store_get", namespace_keys(config.prefix, item.namespace), [now, "0", item.key])
-        for item in items
-    ]
-    plans = []
-    for item, reply in zip(items, replies, strict=True):
-        if not reply or isinstance(reply[0], int):
-            plans.append("copy" if not reply else "replace")
-        elif json.loads(reply[0]) == item.value and int(_text(reply[1])) == micros(item.created_at):
-            plans.append("present")
-        else:
-            plans.append("replace" if recopy else "conflict")
-    return plans
-
-
-def import_outcome(plans: Sequence[str], *, dry_run: bool) -> list[str]:
-    """The status of each item of an import once its plan ran (or, ``dry_run``, would run)."""
-    done = {"copy": "copied", "replace": "replaced"}
-    if dry_run:
-        done = {"copy": "to copy", "replace": "to replace"}
-    return [done.get(plan, plan) for plan in plans]
-
-
-def run_import(
-    config: StoreConfig,
-    copies: Sequence[tuple[Item, bool]],
-    embedding: Embedding | None = None,
-    *,
-    ttl_minutes: float | None = None,
-) -> Generator[list[Call], list[Any], None]:
-    """Copies of items of another store (``(item, whether one is here to replace)``), each
-    keeping its value, created_at and updated_at: ``migrate.py``'s writes, in one round.
-
-    An item's updated_at is its index score, kept above its namespace's newest: an item
-    copied into a namespace that holds one as new or newer (a tie of the source's too) gets
-    a stamp just above it, so the source's order holds."""
-    embedding = embedding or Embedding()
-    now = "" if config.clock is None else str(config.clock())
-    entries: list[PutEntry] = []
-    for item, replace in sorted(copies, key=lambda c: (c[0].namespace, micros(c[0].updated_at))):
-        if replace:  # gone first, so that created_at is the source's (a put keeps one)
-            entries.append((PutOp(item.namespace, item.key, None), "", b"", ""))
-        put = PutOp(item.namespace, item.key, item.value, ttl=ttl_minutes)
-        vectors = embedding.vectors.get((item.namespace, item.key), b"")
-        entries.append((put, str(micros(item.updated_at)), vectors, str(micros(item.created_at))))
-    yield from _put_round(config, entries, now)
 
 
 def _page_calls(

@@ -3,12 +3,15 @@
 
 Every fact comes from the store's own index (``S:store:ns``, read with ZRANGEBYLEX in steps)
 and each namespace's keys (see :mod:`langgraph.store.rediskv.keys`), never from a SCAN of
-the keyspace: ``namespaces`` and ``items`` cost what they list, ``stats`` what the store holds.
+the keyspace: ``namespaces`` costs the page it lists (with ``--max-depth``, the namespaces
+under its prefix: ``list_namespaces``), ``items`` what ``search`` costs, ``stats`` what the
+store holds. Only ``migrate`` writes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +24,7 @@ from langgraph.store.rediskv.keys import (
     decode_namespace,
     namespace_index_key,
     namespace_keys,
+    prefix_range,
 )
 
 from ..base import UNAVAILABLE
@@ -110,16 +114,28 @@ def namespace_counts(store: RedisStore, namespaces: list[tuple[str, ...]]) -> li
 def cmd_store_namespaces(args: argparse.Namespace) -> int:
     prefix = parse_namespace(args.namespace_prefix)
     with open_store(args) as store:
-        found = store.list_namespaces(
-            prefix=prefix or None, max_depth=args.max_depth, limit=args.limit, offset=args.offset
-        )
-        namespaces = [tuple(n) for n in found]
-        # a namespace cut by max_depth is a prefix, not a namespace: no counts of its own
-        rows: list[dict[str, Any]] = (
-            namespace_counts(store, namespaces)
-            if args.max_depth is None
-            else [{"namespace": list(n)} for n in namespaces]
-        )
+        rows: list[dict[str, Any]]
+        if args.max_depth is None:
+            # the page of the index only, read (the index is swept lazily: a namespace
+            # emptied since shows 0 items)
+            low, high = prefix_range(prefix)
+            names = store.client.zrangebylex(
+                namespace_index_key(store.config.prefix),
+                low,
+                high,
+                start=args.offset,
+                num=args.limit,
+            )
+            rows = namespace_counts(store, [decode_namespace(_text(n)) for n in names])
+        else:
+            # a namespace cut by max_depth is a prefix, not a namespace: no counts of its own
+            found = store.list_namespaces(
+                prefix=prefix or None,
+                max_depth=args.max_depth,
+                limit=args.limit,
+                offset=args.offset,
+            )
+            rows = [{"namespace": list(n)} for n in found]
         data = {
             "prefix": store.config.prefix,
             "namespace_prefix": list(prefix),
@@ -281,51 +297,53 @@ def cmd_store_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_store_migrate(args: argparse.Namespace) -> int:
-    from langgraph.store.rediskv.migrate import migrate_store, open_store_source
+    from langgraph.store.rediskv.migrate import migrate_store, open_store_source, redact_source
 
     prefix = parse_namespace(args.namespace_prefix)
-    source_url = redact_url(args.source)
-    try:
-        opened = open_store_source(args.source)
-        source = opened.__enter__()
-    except ImportError as exc:
-        raise CliError(
-            f"the source {source_url!r} needs a package that is not installed: {exc}"
-        ) from None
-    try:
-        with open_store(args) as target:
-            what = "dry run" if args.dry_run else "migrate"
-            # the total is not known ahead (the source is read in pages): items so far
-            with progress_bar(not args.json, None, what) as progress:
+    source_name = redact_source(args.source)
+    with contextlib.ExitStack() as stack:
+        try:  # the source first: its failures are named as its own
+            source = stack.enter_context(open_store_source(args.source))
+        except ImportError as exc:
+            raise CliError(
+                f"the source {source_name!r} needs a package that is not installed: {exc}"
+            ) from None
+        except UNAVAILABLE as exc:
+            raise CliError(f"cannot reach the source {source_name}: {exc}") from None
+        target = stack.enter_context(open_store(args))
+        what = "dry run" if args.dry_run else "migrate"
+        # the total is not known ahead (the source is read in pages): items so far
+        with progress_bar(not args.json, None, what) as progress:
 
-                def advance(count: int) -> None:
-                    if progress is not None:
-                        progress.advance(progress.task_ids[0], count)
+            def advance(count: int) -> None:
+                if progress is not None:
+                    progress.advance(progress.task_ids[0], count)
 
-                report = migrate_store(
-                    source,
-                    target,
-                    namespace_prefix=prefix,
-                    dry_run=args.dry_run,
-                    verify=not args.no_verify,
-                    recopy=args.recopy,
-                    ttl_minutes=args.ttl,
-                    on_page=advance,
-                )
-            target_prefix = target.config.prefix
-    finally:
-        opened.__exit__(None, None, None)
+            report = migrate_store(
+                source,
+                target,
+                namespace_prefix=prefix,
+                dry_run=args.dry_run,
+                verify=not args.no_verify,
+                recopy=args.recopy,
+                ttl_minutes=args.ttl,
+                on_page=advance,
+            )
+        target_prefix = target.config.prefix
     data = {
-        "source": source_url,
+        "source": source_name,
         "prefix": target_prefix,
         "dry_run": report.dry_run,
         "ok": report.ok,
         "namespaces": report.namespaces,
         "items": report.items,
         "statuses": dict(sorted(report.statuses.items())),
+        "read": report.read,
+        "repeated": report.repeated,
+        "source_count": report.source_count,
         "verified": report.verified,
-        "restamped": report.restamped,
         "problems": report.problems,
+        "more_problems": report.more_problems,
         "seconds": round(report.seconds, 3),
     }
     code = 0 if report.ok else EXIT_PROBLEMS
@@ -335,22 +353,21 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
     console = make_console()
     for problem in report.problems[:20]:
         console.print(escape(problem), soft_wrap=True)
-    if len(report.problems) > 20:
-        console.print(escape(f"... {len(report.problems) - 20} more"))
+    hidden = len(report.problems) - 20 + report.more_problems
+    if hidden > 0:
+        console.print(escape(f"... {hidden} more"))
     statuses = sorted(report.statuses.items())
     counts = ", ".join(f"{n} {status}" for status, n in statuses) or "no items"
     if report.dry_run:
         summary = (
-            f"dry run from {source_url} to store prefix {target_prefix!r}: "
+            f"dry run from {source_name} to store prefix {target_prefix!r}: "
             f"{report.namespaces} namespace(s), {counts}; nothing written"
         )
     else:
         verified = "not verified" if args.no_verify else f"{report.verified} verified"
-        restamped = f", {report.restamped} restamped" if report.restamped else ""
         summary = (
-            f"migrated from {source_url} to store prefix {target_prefix!r}: "
-            f"{report.namespaces} namespace(s), {counts}, {verified}{restamped} "
-            f"in {report.seconds:.1f} s"
+            f"migrated from {source_name} to store prefix {target_prefix!r}: "
+            f"{report.namespaces} namespace(s), {counts}, {verified} in {report.seconds:.1f} s"
         )
     console.print(escape(summary), soft_wrap=True)
     return code

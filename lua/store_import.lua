@@ -1,0 +1,54 @@
+--[[
+  store_import: copy one item of another store into its namespace, with the source's
+  created_at and updated_at (RedisStore.import_items, which `rediskv store migrate` runs).
+
+  KEYS[1..6]  S:{S:ns}:h m z x t v, as store_put.lua
+
+  ARGV[1]  now (ms), or "": the server's clock (TIME); expired items are purged first (at
+           most 100)
+  ARGV[2]  item key
+  ARGV[3]  value JSON, as a put writes it: an item here is the same when its JSON is the same
+  ARGV[4]  created_at (µs)
+  ARGV[5]  updated_at (µs): the index score of a copy
+  ARGV[6]  TTL (ms), or "" for none
+  ARGV[7]  the item's vectors, or "" for none
+  ARGV[8]  the namespace's tags when the store uses the server's vector search (as
+           store_put.lua), or ""
+  ARGV[9]  "1": replace an item here that differs (recopy); "": leave it
+
+  Counts: KEYS 6; ARGV 9
+  Reply: {status, was_empty}. status: "copied" (no such item here: written with the source's
+  stamps, whatever the namespace's newest: a new item is not an update), "present" (the same
+  value and created_at are here: nothing written, except ARGV[7]'s vectors for an item that
+  has none), "conflict" (another item is here: nothing written), "replaced" (ARGV[9]: written
+  over it in one step, created_at the source's, updated_at above the namespace's newest as an
+  update's is, see store_stamp). was_empty: 1 when the namespace had no item before and has
+  this one now (the caller writes the namespace into the global index once more), else 0.
+]]
+-- requires: store_purge, store_write
+
+local now = store_now(ARGV[1])
+store_purge(now)
+local key = ARGV[2]
+if store_expired(key, now) then
+  store_drop(key)
+end
+local was_empty = redis.call("ZCARD", KEYS[3]) == 0
+local value = redis.call("HGET", KEYS[1], key)
+local stamp = ARGV[5]
+local status = "copied"
+if value then
+  if value == ARGV[3] and redis.call("HGET", KEYS[2], key) == ARGV[4] then
+    if ARGV[7] ~= "" and redis.call("HEXISTS", KEYS[6], key) == 0 then
+      store_write_vectors(key, ARGV[7], ARGV[8])
+    end
+    return {"present", 0}
+  end
+  if ARGV[9] ~= "1" then
+    return {"conflict", 0}
+  end
+  stamp = store_stamp(ARGV[5])
+  status = "replaced"
+end
+store_write(key, ARGV[3], stamp, ARGV[4], false, ARGV[6], ARGV[7], ARGV[8], now)
+return {status, was_empty and 1 or 0}
