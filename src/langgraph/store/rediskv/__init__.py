@@ -20,7 +20,16 @@ from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
-from .core import Call, Rounds, import_outcome, import_plans, run_batch, run_import, run_sweep
+from .core import (
+    Call,
+    Rounds,
+    check_namespaces,
+    import_outcome,
+    import_plans,
+    run_batch,
+    run_import,
+    run_sweep,
+)
 from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
@@ -142,6 +151,7 @@ class RedisStore(_Common):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_namespaces(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = embed(self._index, plan(self._index, ops))
         return list(self._drive(run_batch(self.config, ops, embedding)))
@@ -293,6 +303,7 @@ class AsyncRedisStore(_Common):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_namespaces(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = await aembed(self._index, plan(self._index, ops))
         return list(await self._drive(run_batch(self.config, ops, embedding)))
