@@ -234,6 +234,15 @@ class RedisStore(_Common):
         return await asyncio.to_thread(self.batch, list(ops))
 
 
+def _async_client(url: str) -> aredis.Redis:
+    """The async store's own client: a blocking pool, as the saver's, so that concurrent
+    calls past its 100 connections wait for one (redis-py's default pool raises
+    MaxConnectionsError; LangGraph runs store calls concurrently)."""
+    client = aredis.Redis(connection_pool=aredis.BlockingConnectionPool.from_url(url))
+    client.auto_close_connection_pool = True  # (closed with the client, as from_url's)
+    return client
+
+
 class AsyncRedisStore(_Common):
     """Long-term memory on Redis or Valkey over ``redis.asyncio`` (the sync methods raise
     when called from the event loop's thread, as LangGraph's async stores do: use ``a*``).
@@ -252,7 +261,7 @@ class AsyncRedisStore(_Common):
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
     ) -> None:
-        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index)
+        self._init(url, client, _async_client, prefix, ttl, index)
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): the one it is made on (the
         # Agent Server's factory, from_conn_string), else the first to run a coroutine of it

@@ -152,7 +152,8 @@ def literal_prefix(conditions: Sequence[MatchCondition] | None) -> tuple[str, ..
 
 
 def under(namespace: tuple[str, ...], namespace_prefix: tuple[str, ...]) -> bool:
-    return namespace[: len(namespace_prefix)] == namespace_prefix
+    """(A list as the prefix, as PostgresStore takes it, is the same tuple.)"""
+    return namespace[: len(namespace_prefix)] == tuple(namespace_prefix)
 
 
 @dataclass
