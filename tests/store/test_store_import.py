@@ -143,10 +143,11 @@ def test_items_a_put_refuses_are_invalid_and_not_sent(store: RedisStore) -> None
     assert statuses[5].startswith(nan)
     statuses[5] = nan
     assert statuses == [
-        "invalid: namespace label 'a.b' (not a non-empty string without '.')",
+        "invalid: Invalid namespace label 'a.b' found in ('a.b',). Namespace labels cannot "
+        "contain periods ('.').",
         "invalid: an empty namespace",
         "invalid: a namespace under 'langgraph' (reserved)",
-        "invalid: namespace label '' (not a non-empty string without '.')",
+        "invalid: Namespace labels cannot be empty strings. Got  in ('a', '')",
         "invalid: a value that is not JSON (Object of type datetime is not JSON serializable)",
         nan,
         "copied",

@@ -22,7 +22,7 @@ from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
 from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
-from .core import Call, Rounds, run_batch, run_sweep
+from .core import Call, Rounds, check_namespaces, run_batch, run_sweep
 from .imports import ImportBatch, import_plans, run_import
 from .vectors import aembed, embed, plan, vector_index
 
@@ -178,6 +178,7 @@ class RedisStore(_Common):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_namespaces(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = embed(self._index, plan(self._index, ops))
         self.setup()
@@ -270,6 +271,15 @@ class RedisStore(_Common):
         return await asyncio.to_thread(self.batch, list(ops))
 
 
+def _async_client(url: str) -> aredis.Redis:
+    """The async store's own client: a blocking pool, as the saver's, so that concurrent
+    calls past its 100 connections wait for one (redis-py's default pool raises
+    MaxConnectionsError; LangGraph runs store calls concurrently)."""
+    client = aredis.Redis(connection_pool=aredis.BlockingConnectionPool.from_url(url))
+    client.auto_close_connection_pool = True  # (closed with the client, as from_url's)
+    return client
+
+
 class AsyncRedisStore(_Common):
     """Long-term memory on Redis or Valkey over ``redis.asyncio`` (the sync methods raise
     when called from the event loop's thread, as LangGraph's async stores do: use ``a*``).
@@ -289,7 +299,7 @@ class AsyncRedisStore(_Common):
         index: IndexConfig | None = None,
         vector_search: ft.VectorSearch = "auto",
     ) -> None:
-        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index, vector_search)
+        self._init(url, client, _async_client, prefix, ttl, index, vector_search)
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): the one it is made on (the
         # Agent Server's factory, from_conn_string), else the first to run a coroutine of it
@@ -357,6 +367,7 @@ class AsyncRedisStore(_Common):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_namespaces(ops)
         # embedded before any call: an embedder's error leaves the store as it was
         embedding = await aembed(self._index, plan(self._index, ops))
         await self.asetup()

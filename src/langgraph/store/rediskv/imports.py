@@ -11,9 +11,9 @@ from collections.abc import Generator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langgraph.store.base import Item, PutOp
+from langgraph.store.base import InvalidNamespaceError, Item, PutOp
 
-from .core import Call, StoreConfig
+from .core import Call, StoreConfig, check_namespaces
 from .keys import encode_namespace, namespace_index_key, namespace_keys, namespace_tags
 from .vectors import Embedding
 
@@ -40,11 +40,12 @@ def invalid_reason(item: Item) -> str | None:
     namespace = tuple(item.namespace)
     if not namespace:
         return "an empty namespace"
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label:
-            return f"namespace label {label!r} (not a non-empty string without '.')"
     if namespace[0] == "langgraph":
         return "a namespace under 'langgraph' (reserved)"
+    try:
+        check_namespaces([PutOp(namespace, item.key, None)])
+    except InvalidNamespaceError as exc:
+        return str(exc)
     if not isinstance(item.key, str):
         return f"key {item.key!r} (not a string)"
     try:

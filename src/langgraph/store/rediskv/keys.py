@@ -49,8 +49,9 @@ def encode_namespace(namespace: tuple[str, ...]) -> str:
 
 
 def decode_namespace(encoded: str) -> tuple[str, ...]:
-    """``"a.b"`` -> ``("a", "b")``."""
-    return tuple(encoded.split("."))
+    """``"a.b"`` -> ``("a", "b")``; ``""`` -> ``()`` (a label is never empty: ``""`` is the
+    namespace ``()``, which ``batch`` takes as ``InMemoryStore`` does)."""
+    return tuple(encoded.split(".")) if encoded else ()
 
 
 def namespace_keys(prefix: str, namespace: tuple[str, ...]) -> list[str]:
