@@ -69,14 +69,18 @@ def suite_server(server_url: str) -> None:
 class Differential(RuleBasedStateMachine):
     asynchronous = False
 
+    def make_store(self, **options: Any) -> Any:
+        """The store under test, on the suite's server (the cluster's machines, in
+        tests/cluster/test_cluster_store.py, make theirs on the cluster)."""
+        if self.asynchronous:
+            self.loop = asyncio.new_event_loop()
+            return AsyncRedisStore(url=SERVER[0], prefix=new_prefix(), **options)
+        return RedisStore(url=SERVER[0], prefix=new_prefix(), **options)
+
     @initialize()
     def start(self) -> None:
         self.model = InMemoryStore()
-        if self.asynchronous:
-            self.loop = asyncio.new_event_loop()
-            self.store: Any = AsyncRedisStore(url=SERVER[0], prefix=new_prefix())
-        else:
-            self.store = RedisStore(url=SERVER[0], prefix=new_prefix())
+        self.store: Any = self.make_store()
         self.step = 0
         self.last_put: dict[tuple[tuple[str, ...], str], int] = {}
 
@@ -203,12 +207,7 @@ class VectorDifferential(Differential):
     @initialize()
     def start(self) -> None:
         self.model = InMemoryStore(index=VECTOR_INDEX)  # type: ignore[arg-type]
-        prefix = new_prefix()
-        if self.asynchronous:
-            self.loop = asyncio.new_event_loop()
-            self.store = AsyncRedisStore(url=SERVER[0], prefix=prefix, index=VECTOR_INDEX)
-        else:
-            self.store = RedisStore(url=SERVER[0], prefix=prefix, index=VECTOR_INDEX)
+        self.store = self.make_store(index=VECTOR_INDEX)
         self.step = 0
         self.last_put = {}
 

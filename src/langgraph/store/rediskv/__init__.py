@@ -11,15 +11,20 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import redis
 import redis.asyncio as aredis
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
 
+from langgraph.checkpoint.rediskv.aio import async_cluster_client
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
+from langgraph.checkpoint.rediskv.sync import cluster_client
 
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
+from .cluster import AsyncClusterRounds, ClusterRounds
 from .core import Call, Rounds, run_batch, run_sweep
 from .vectors import aembed, embed, plan, vector_index
 
@@ -36,12 +41,13 @@ class _Common(BaseStore):
         url: str | None,
         client: Any,
         connect: Callable[[str], Any],
+        cluster: bool,
         prefix: str,
         ttl: TTLConfig | None,
         index: IndexConfig | None,
     ) -> None:
         """What both constructors do: ``connect`` makes the client from a URL when none
-        is given (the store then owns it and closes it)."""
+        is given (the store then owns it and closes it), a cluster client when ``cluster``."""
         self.config = store_config(prefix, ttl)
         self.ttl_config = ttl
         self._index = vector_index(index)
@@ -49,6 +55,11 @@ class _Common(BaseStore):
         self.index_config = index
         self.embeddings = None if self._index is None else self._index.embeddings
         self._owns_client = client is None
+        if client is not None and cluster and not self._is_cluster(client):
+            raise ValueError(
+                "cluster=True, but the client given is not a redis-py RedisCluster: give "
+                "the store a cluster client, or leave cluster out"
+            )
         self._client = client if client is not None else connect(default_url(url))
         if self._index is not None:
             self.config.dims = self._index.dims
@@ -58,6 +69,11 @@ class _Common(BaseStore):
             for name, source in store_script_sources().items()
         }
         self._sweep_after = ""  # where the next sweep_ttl step starts in the namespace index
+
+    @staticmethod
+    def _is_cluster(client: Any) -> bool:
+        """Whether ``client`` is the cluster client of this kind of store."""
+        raise NotImplementedError
 
     def _sweep_interval(self, minutes: float | None) -> float:
         """The sweeper's period in seconds: the argument, else the ttl's
@@ -79,7 +95,10 @@ class RedisStore(_Common):
 
     Args:
         url: ``redis://`` URL; defaults to ``$REDIS_URL``, then ``redis://localhost:6379/0``.
-        client: your own ``redis.Redis`` (never closed by the store).
+        client: your own ``redis.Redis`` or ``redis.cluster.RedisCluster`` (never closed by
+            the store).
+        cluster: connect to a Redis Cluster (``url`` names any one of its nodes), opened as
+            ``RedisSaver(url, cluster=True)`` opens its own (docs/store.md, Redis Cluster).
         prefix: first part of every key.
         ttl: ``{"default_ttl": minutes, "refresh_on_read": bool, "sweep_interval_minutes":
             minutes}`` (the period of :meth:`start_ttl_sweeper`; nothing sweeps unless it is
@@ -88,18 +107,25 @@ class RedisStore(_Common):
             Embeddings or function, "fields": [paths]}`` (docs/store.md, Semantic search).
     """
 
-    _client: redis.Redis
+    _client: redis.Redis | RedisCluster
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        client: redis.Redis | None = None,
+        client: redis.Redis | RedisCluster | None = None,
+        cluster: bool = False,
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
     ) -> None:
-        self._init(url, client, redis.Redis.from_url, prefix, ttl, index)
+        connect = cluster_client if cluster else redis.Redis.from_url
+        self._init(url, client, connect, cluster, prefix, ttl, index)
+        self._cluster = (
+            ClusterRounds(self._client, self._scripts)
+            if isinstance(self._client, RedisCluster)
+            else None
+        )
         self._sweeper: tuple[concurrent.futures.Future[None], threading.Event] | None = None
 
     @classmethod
@@ -112,8 +138,12 @@ class RedisStore(_Common):
         finally:
             store.close()
 
+    @staticmethod
+    def _is_cluster(client: Any) -> bool:
+        return isinstance(client, RedisCluster)
+
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> redis.Redis | RedisCluster:
         return self._client
 
     def close(self) -> None:
@@ -122,7 +152,9 @@ class RedisStore(_Common):
             self._client.close()
 
     def _run(self, calls: list[Call]) -> list[Any]:
-        pipe = self._client.pipeline(transaction=False)
+        if self._cluster is not None:  # (a pipeline split by node: cluster.py)
+            return self._cluster.run(calls)
+        pipe = cast(redis.Redis, self._client).pipeline(transaction=False)
         for kind, name, keys, args in calls:
             if kind == "script":
                 self._scripts[name](keys=list(keys), args=list(args), client=pipe)
@@ -202,21 +234,29 @@ class AsyncRedisStore(_Common):
     """Long-term memory on Redis or Valkey over ``redis.asyncio`` (the sync methods raise
     when called from the event loop's thread, as LangGraph's async stores do: use ``a*``).
 
-    Args: as :class:`RedisStore`, ``client`` a ``redis.asyncio.Redis``.
+    Args: as :class:`RedisStore`, ``client`` a ``redis.asyncio.Redis`` or
+    ``redis.asyncio.cluster.RedisCluster``.
     """
 
-    _client: aredis.Redis
+    _client: aredis.Redis | AsyncRedisCluster
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        client: aredis.Redis | None = None,
+        client: aredis.Redis | AsyncRedisCluster | None = None,
+        cluster: bool = False,
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
     ) -> None:
-        self._init(url, client, aredis.Redis.from_url, prefix, ttl, index)
+        connect = async_cluster_client if cluster else aredis.Redis.from_url
+        self._init(url, client, connect, cluster, prefix, ttl, index)
+        self._cluster = (
+            AsyncClusterRounds(self._client, self._scripts, default_url(url))
+            if isinstance(self._client, AsyncRedisCluster)
+            else None
+        )
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): the one it is made on (the
         # Agent Server's factory, from_conn_string), else the first to run a coroutine of it
@@ -238,8 +278,12 @@ class AsyncRedisStore(_Common):
         finally:
             await store.aclose()
 
+    @staticmethod
+    def _is_cluster(client: Any) -> bool:
+        return isinstance(client, AsyncRedisCluster)
+
     @property
-    def client(self) -> aredis.Redis:
+    def client(self) -> aredis.Redis | AsyncRedisCluster:
         return self._client
 
     async def aclose(self) -> None:
@@ -248,7 +292,9 @@ class AsyncRedisStore(_Common):
             await self._client.aclose()
 
     async def _run(self, calls: list[Call]) -> list[Any]:
-        pipe = self._client.pipeline(transaction=False)
+        if self._cluster is not None:  # (a pipeline split by node: cluster.py)
+            return await self._cluster.run(calls)
+        pipe = cast(aredis.Redis, self._client).pipeline(transaction=False)
         for kind, name, keys, args in calls:
             if kind == "script":
                 await self._scripts[name](keys=list(keys), args=list(args), client=pipe)
