@@ -6,8 +6,10 @@ NOSCRIPT), a slot move, a failover, and the errors of a wrong setting."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import socket
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +23,18 @@ from redis.cluster import RedisCluster, key_slot
 
 from langgraph.checkpoint.rediskv import RedisUnavailableError
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore
+from langgraph.store.rediskv.base import STORE_SCRIPTS, store_script_sources
 from langgraph.store.rediskv.keys import namespace_index_key, namespace_keys
 
 from ..conftest import LocalCluster, cluster_with_replica, new_prefix, slot_moving
-from ..store.test_differential import SETTINGS, VECTOR_SETTINGS, Differential, VectorDifferential
+from ..script_headers import header_counts
+from ..store.test_differential import (
+    SETTINGS,
+    VECTOR_SETTINGS,
+    Differential,
+    VectorDifferential,
+    fake_embed,
+)
 from ..store.test_store_ttl import Clock
 
 CLUSTER: list[str] = []  # the cluster's URL (a state machine takes no fixture)
@@ -89,6 +99,16 @@ def nodes_of(client: RedisCluster, prefix: str, namespaces: list[tuple[str, ...]
     return {client.get_node_from_key(namespace_keys(prefix, n)[0]).name for n in namespaces}
 
 
+def spread_prefix(namespaces: list[tuple[str, ...]]) -> str:
+    """A new prefix under which the namespaces' keys live on every primary of the cluster
+    (its slots as LocalCluster.RANGES assigns them)."""
+    while True:
+        prefix = new_prefix()
+        slots = [key_slot(namespace_keys(prefix, n)[0].encode()) for n in namespaces]
+        if all(any(a <= s <= b for s in slots) for a, b in LocalCluster.RANGES):
+            return prefix
+
+
 USERS = [("users", f"u{i}", "memories") for i in range(12)]
 
 
@@ -97,7 +117,7 @@ def test_a_batch_over_every_node_answers_in_the_order_of_its_ops(
 ) -> None:
     """A batch whose ops span namespaces of every primary (and the index's slot): one
     pipeline a round, split by node, and each op's result at its op's place."""
-    prefix = new_prefix()
+    prefix = spread_prefix(USERS)
     assert len(nodes_of(client, prefix, USERS)) == 3
     with RedisStore.from_conn_string(cluster_url, cluster=True, prefix=prefix) as store:
         for i, namespace in enumerate(USERS):
@@ -142,7 +162,6 @@ async def test_the_async_store_answers_a_batch_over_every_node_in_op_order(
 
 
 def test_search_and_list_namespaces_across_slots(cluster_url: str, client: RedisCluster) -> None:
-    prefix = new_prefix()
     namespaces = [
         ("docs",),
         ("docs", "a"),
@@ -151,6 +170,7 @@ def test_search_and_list_namespaces_across_slots(cluster_url: str, client: Redis
         ("docs", "c"),
         ("other", "notes"),
     ]
+    prefix = spread_prefix(namespaces)
     assert len(nodes_of(client, prefix, namespaces)) == 3
     with RedisStore.from_conn_string(cluster_url, cluster=True, prefix=prefix) as store:
         for i, namespace in enumerate(namespaces):  # one put after the other: newest last
@@ -187,8 +207,8 @@ def test_search_and_list_namespaces_across_slots(cluster_url: str, client: Redis
 def test_the_ttl_sweep_on_a_cluster(cluster_url: str, client: RedisCluster) -> None:
     """sweep_ttl in bounded steps over namespaces of every node: the expired items go, the
     empty namespaces leave the index, and no key of theirs stays on any node."""
-    prefix = new_prefix()
     namespaces = [(f"n{i}",) for i in range(9)]
+    prefix = spread_prefix(namespaces)
     assert len(nodes_of(client, prefix, namespaces)) == 3
     clock = Clock()
     with RedisStore.from_conn_string(cluster_url, cluster=True, prefix=prefix) as store:
@@ -228,7 +248,7 @@ def test_a_node_restart_loses_the_scripts_and_the_store_loads_them_again(
     """A primary restarted (its data back from its AOF) has no scripts: the calls of a round
     there come back NOSCRIPT from the pipeline, go again alone and load them. Before, a
     round raised NoScriptError (and with SCRIPT FLUSH the same)."""
-    prefix = new_prefix()
+    prefix = spread_prefix(USERS)
     victim = local_cluster.nodes[1]
     on_victim = [n for n in USERS if nodes_of(client, prefix, [n]) == {f"127.0.0.1:{victim.port}"}]
     assert on_victim
@@ -300,11 +320,9 @@ def test_the_store_after_a_failover(tmp_path: Path) -> None:
     """A private cluster whose first primary has a replica, killed: the stores' next rounds
     go to the promoted replica (the slot map read again) and find what was written."""
     with cluster_with_replica(tmp_path) as cluster:
-        prefix = new_prefix()
+        prefix = spread_prefix(USERS)  # (some on the first primary, which fails over)
         url = cluster.url()
         gets = [GetOp(n, "k") for n in USERS]
-        # (namespaces of the first primary's slots, which fail over)
-        assert any(key_slot(namespace_keys(prefix, n)[0].encode()) <= 5460 for n in USERS)
         with RedisStore.from_conn_string(url, cluster=True, prefix=prefix) as store:
             store.batch([PutOp(n, "k", {"i": i}) for i, n in enumerate(USERS)])
             assert [r.value["i"] for r in store.batch(gets)] == list(range(12))
@@ -323,6 +341,70 @@ def test_the_store_after_a_failover(tmp_path: Path) -> None:
                     assert [r.value["i"] for r in await later.abatch(gets)] == list(range(12))
 
             asyncio.run(after())
+
+
+def test_every_script_call_on_the_cluster_fits_its_header_and_one_slot(
+    cluster_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The EVALSHAs the stores send on a cluster (in the rounds' pipelines and alone), over
+    a representative set of operations: as many KEYS and ARGV as the script's header says,
+    and KEYS of one slot (the pipeline routes a call by its first key: the server would
+    refuse keys of two slots, CROSSSLOT, or of another node, MOVED)."""
+    by_sha = {hashlib.sha1(s.encode()).hexdigest(): n for n, s in store_script_sources().items()}
+    seen: dict[str, set[tuple[int, int]]] = defaultdict(set)
+    slots: list[set[int]] = []
+    import redis.asyncio.cluster as async_cluster
+    import redis.cluster as sync_cluster
+
+    for cls in (
+        sync_cluster.RedisCluster,
+        sync_cluster.ClusterPipeline,
+        async_cluster.RedisCluster,
+        async_cluster.ClusterPipeline,
+    ):
+        original = cls.execute_command
+
+        def recorded(self: Any, *args: Any, __original: Any = original, **kw: Any) -> Any:
+            if args and str(args[0]).upper() == "EVALSHA":
+                numkeys = int(args[2])
+                keys = args[3 : 3 + numkeys]
+                seen[by_sha[str(args[1])]].add((numkeys, len(args) - 3 - numkeys))
+                slots.append({key_slot(str(k).encode()) for k in keys})
+            return __original(self, *args, **kw)
+
+        monkeypatch.setattr(cls, "execute_command", recorded)
+    index = {"dims": 8, "embed": fake_embed, "fields": ["text"]}
+    clock = Clock()
+    with RedisStore.from_conn_string(
+        cluster_url, cluster=True, prefix=new_prefix(), ttl={"refresh_on_read": True}, index=index
+    ) as store:
+        clock.drive(store)
+        for i, namespace in enumerate(USERS[:6]):
+            store.put(namespace, "k", {"text": "tea", "i": i}, ttl=1)
+        store.put(USERS[0], "k", None)
+        store.get(USERS[1], "k")
+        store.search(("users",), limit=3)
+        store.search(("users",), query="tea", limit=3)
+        store.list_namespaces()
+        clock.advance(2)
+        store.sweep_ttl()
+
+    async def scenario() -> None:
+        async with AsyncRedisStore.from_conn_string(
+            cluster_url, cluster=True, prefix=new_prefix()
+        ) as store:
+            await store.abatch([PutOp(n, "k", {"i": 1}) for n in USERS[:6]])
+            await store.abatch([GetOp(n, "k") for n in USERS[:6]])
+            await store.asearch(("users",))
+            await store.alist_namespaces()
+
+    asyncio.run(scenario())
+    counts = header_counts(STORE_SCRIPTS)
+    assert sorted(seen) == sorted(STORE_SCRIPTS)
+    for name, shapes in seen.items():
+        keys, args = counts[name]
+        assert all(keys.allows(k) and args.allows(a) for k, a in shapes), (name, shapes)
+    assert len(slots) > 40 and all(len(s) == 1 for s in slots)
 
 
 # -- settings -------------------------------------------------------------------------------
