@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import socket
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,8 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio.cluster as async_cluster
+import redis.cluster as sync_cluster
 from hypothesis import settings
 from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
@@ -24,6 +25,7 @@ from redis.cluster import RedisCluster, key_slot
 from langgraph.checkpoint.rediskv import RedisUnavailableError
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore
 from langgraph.store.rediskv.base import STORE_SCRIPTS, store_script_sources
+from langgraph.store.rediskv.cluster import ClusterRounds
 from langgraph.store.rediskv.keys import namespace_index_key, namespace_keys
 
 from ..conftest import LocalCluster, cluster_with_replica, new_prefix, slot_moving
@@ -99,6 +101,19 @@ def nodes_of(client: RedisCluster, prefix: str, namespaces: list[tuple[str, ...]
     return {client.get_node_from_key(namespace_keys(prefix, n)[0]).name for n in namespaces}
 
 
+def spy(monkeypatch: pytest.MonkeyPatch, cls: Any, name: str) -> list[tuple[Any, ...]]:
+    """The arguments of every call of the (sync) method ``cls.name`` from now on."""
+    calls: list[tuple[Any, ...]] = []
+    original = getattr(cls, name)
+
+    def spied(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, spied)
+    return calls
+
+
 def spread_prefix(namespaces: list[tuple[str, ...]]) -> str:
     """A new prefix under which the namespaces' keys live on every primary of the cluster
     (its slots as LocalCluster.RANGES assigns them)."""
@@ -113,10 +128,11 @@ USERS = [("users", f"u{i}", "memories") for i in range(12)]
 
 
 def test_a_batch_over_every_node_answers_in_the_order_of_its_ops(
-    cluster_url: str, client: RedisCluster
+    cluster_url: str, client: RedisCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A batch whose ops span namespaces of every primary (and the index's slot): one
     pipeline a round, split by node, and each op's result at its op's place."""
+    pipelines = spy(monkeypatch, sync_cluster.ClusterPipeline, "execute")
     prefix = spread_prefix(USERS)
     assert len(nodes_of(client, prefix, USERS)) == 3
     with RedisStore.from_conn_string(cluster_url, cluster=True, prefix=prefix) as store:
@@ -128,7 +144,11 @@ def test_a_batch_over_every_node_answers_in_the_order_of_its_ops(
             if i == 5:
                 ops.append(SearchOp(("users",), filter={"i": {"$gte": 9}}, limit=2))
                 ops.append(ListNamespacesOp(max_depth=2, limit=3))
+        pipelines.clear()
         results = store.batch(ops)
+        # four rounds, a pipeline each: the gets and the index's reads, the search's pages,
+        # the listing's counts, the puts (each with its namespace's write-ahead)
+        assert len(pipelines) == 4
         assert len(results) == len(ops) == 12 * 3 + 2
         gets = [r for op, r in zip(ops, results, strict=True) if isinstance(op, GetOp)]
         # (reads see the store as it was before the batch's puts)
@@ -296,22 +316,27 @@ def test_a_node_restart_loses_the_scripts_and_the_store_loads_them_again(
 
 
 def test_a_batch_during_a_slot_move_waits_it_out(
-    local_cluster: LocalCluster, client: RedisCluster
+    local_cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A namespace whose slot is being moved, some of its keys moved already: its script is
     refused (TRYAGAIN) in the round's pipeline, goes again alone and waits for the move's
-    end; the other namespaces' calls of the round are answered from the pipeline."""
+    end; the other namespaces' calls of the round are answered from the pipeline. (Before,
+    the store took no cluster client; a call refused in the pipeline raised.)"""
     prefix = new_prefix()
+    alone = spy(monkeypatch, ClusterRounds, "alone")
     with RedisStore.from_conn_string(local_cluster.url, cluster=True, prefix=prefix) as store:
         store.batch([PutOp(n, "k", {"i": i}) for i, n in enumerate(USERS)])
         store.put(USERS[3], "k2", {"more": True})
         slot = key_slot(namespace_keys(prefix, USERS[3])[0].encode())
-        with slot_moving(local_cluster, slot, 2, 1.0):
-            started = time.monotonic()
+        assert alone == []
+        with slot_moving(local_cluster, slot, 2, 1.5):
             results = store.batch([GetOp(n, "k") for n in USERS] + [PutOp(USERS[3], "k3", {})])
-            waited = time.monotonic() - started
         assert [r.value["i"] for r in results[:12]] == list(range(12))
-        assert waited > 0.5  # (it waited for the move)
+        # the moving namespace's get went alone and waited the move out (nothing else went
+        # alone: the put's round came after the move's end)
+        assert [(call[1], tuple(call[2])) for (call,) in alone] == [
+            ("store_get", tuple(namespace_keys(prefix, USERS[3])))
+        ]
         assert sorted(i.key for i in store.search(USERS[3])) == ["k", "k2", "k3"]
 
 
@@ -353,9 +378,6 @@ def test_every_script_call_on_the_cluster_fits_its_header_and_one_slot(
     by_sha = {hashlib.sha1(s.encode()).hexdigest(): n for n, s in store_script_sources().items()}
     seen: dict[str, set[tuple[int, int]]] = defaultdict(set)
     slots: list[set[int]] = []
-    import redis.asyncio.cluster as async_cluster
-    import redis.cluster as sync_cluster
-
     for cls in (
         sync_cluster.RedisCluster,
         sync_cluster.ClusterPipeline,
