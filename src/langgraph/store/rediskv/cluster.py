@@ -10,7 +10,8 @@ pipeline of its own. A script goes as ``EVALSHA`` routed here to the node of its
 node ``COMMAND GETKEYS``, with every argument); the scripts are loaded on every primary
 before the first round that uses them. A call the pipeline could not run goes again alone, as
 the saver's batches do (``RUN_ALONE``): its slot moving (``TRYAGAIN``, ``MOVED``, ``ASK``: the
-call alone waits the move out, up to ``SLOT_MOVE_WAIT``), a node that lost the scripts
+call alone waits the move out, up to ``SLOT_MOVE_WAIT``, then raises RedisUnavailableError;
+a cluster down waits as long), a node that lost the scripts
 (``NOSCRIPT`` after a restart or a failover: the call alone loads them again), or a node gone
 (the slot map is read again first). Each store script is idempotent but for the stamps a put
 takes, which a second run only raises: running a call twice is harmless.
@@ -40,18 +41,13 @@ from langgraph.checkpoint.rediskv.options import SLOT_MOVE_WAIT
 
 from .core import Call
 
-__all__ = ["AsyncClusterRounds", "ClusterRounds", "is_cluster_client"]
+__all__ = ["AsyncClusterRounds", "ClusterRounds"]
 
 
-def is_cluster_client(client: Any) -> bool:
-    """Whether ``client`` is a redis-py cluster client (sync or asyncio)."""
-    return isinstance(client, (RedisCluster, AsyncRedisCluster))
-
-
-def _slot_moving(call: Call, waited: float) -> RedisUnavailableError:
+def _slot_moving(call: Call, waited: float, exc: Exception) -> RedisUnavailableError:
     return RedisUnavailableError(
-        f"the cluster slot of {call[2][0]!r} is being moved between nodes and the move did not "
-        f"end within {waited:.1f} s; the store's {call[1]} was not run"
+        f"the cluster slot of {call[2][0]!r} did not serve {call[1]} within {waited:.1f} s "
+        f"(a move between nodes that did not end, or a cluster down: {exc}); it was not run"
     )
 
 
@@ -119,10 +115,10 @@ class ClusterRounds:
                 if kind == "script":  # (a NOSCRIPT loads it again, on every primary)
                     return self.scripts[name](keys=list(keys), args=list(args))
                 return self.client.execute_command(name, *keys)
-            except (TryAgainError, ClusterError):
+            except (TryAgainError, ClusterError) as exc:
                 waited = time.monotonic() - started
                 if waited >= self.slot_move_wait:
-                    raise _slot_moving(call, waited) from None
+                    raise _slot_moving(call, waited, exc) from exc
                 time.sleep(min(backoff.compute(failures), self.slot_move_wait - waited))
         raise AssertionError("unreachable")
 
@@ -196,9 +192,9 @@ class AsyncClusterRounds:
                 if kind == "script":
                     return await self.scripts[name](keys=list(keys), args=list(args))
                 return await self.client.execute_command(name, *keys)
-            except (TryAgainError, ClusterError):
+            except (TryAgainError, ClusterError) as exc:
                 waited = time.monotonic() - started
                 if waited >= self.slot_move_wait:
-                    raise _slot_moving(call, waited) from None
+                    raise _slot_moving(call, waited, exc) from exc
                 await asyncio.sleep(min(backoff.compute(failures), self.slot_move_wait - waited))
         raise AssertionError("unreachable")
