@@ -28,7 +28,13 @@ from langgraph.store.rediskv.base import STORE_SCRIPTS, store_script_sources
 from langgraph.store.rediskv.cluster import ClusterRounds
 from langgraph.store.rediskv.keys import namespace_index_key, namespace_keys
 
-from ..conftest import LocalCluster, cluster_with_replica, new_prefix, slot_moving
+from ..conftest import (
+    LocalCluster,
+    SlotMove,
+    cluster_with_replica,
+    new_prefix,
+    slot_moving,
+)
 from ..script_headers import header_counts
 from ..store.test_differential import (
     SETTINGS,
@@ -338,6 +344,29 @@ def test_a_batch_during_a_slot_move_waits_it_out(
             ("store_get", tuple(namespace_keys(prefix, USERS[3])))
         ]
         assert sorted(i.key for i in store.search(USERS[3])) == ["k", "k2", "k3"]
+
+
+def test_a_slot_move_that_does_not_end_fails_clearly_and_runs_nothing(
+    local_cluster: LocalCluster,
+) -> None:
+    prefix = new_prefix()
+    with RedisStore.from_conn_string(local_cluster.url, cluster=True, prefix=prefix) as store:
+        store.put(("stuck",), "k", {"v": 1})
+        store.put(("stuck",), "k2", {"v": 2})
+        assert store._cluster is not None
+        store._cluster.slot_move_wait = 0.3
+        move = SlotMove(local_cluster, key_slot(namespace_keys(prefix, ("stuck",))[0].encode()))
+        try:
+            move.begin()
+            move.move_keys(2)
+            with pytest.raises(
+                RedisUnavailableError, match=r"did not serve store_put within 0\.\d s \(a move"
+            ):
+                store.put(("stuck",), "k", {"v": 3})
+            move.finish()
+        finally:
+            move.close()
+        assert store.get(("stuck",), "k").value == {"v": 1}  # (the put was not run)
 
 
 @pytest.mark.slow
