@@ -2,11 +2,14 @@
 ``Counts: KEYS <n>; ARGV <spec>``, where a spec is ``N`` (exactly), ``N+Kn`` (N, then groups
 of K), ``N..`` (N or more: a list, or groups whose size a count argument gives) or ``N..M``
 (N to M: trailing arguments some modes leave out). tests/integration/test_script_arity.py
-holds the calls the savers send to it, tests/unit/test_calls.py the builders of core/calls.py."""
+holds the calls the savers send to it, tests/unit/test_calls.py the builders of core/calls.py;
+tests/store/test_store_scripts.py the store's scripts (with ``redis_calls``: the keys each
+touches)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from langgraph.checkpoint.rediskv.scripts import SCRIPT_NAMES, lua_dir
@@ -53,11 +56,23 @@ def header(name: str) -> str:
     return text[text.index("--[[") : text.index("]]")]
 
 
-def header_counts() -> dict[str, tuple[Spec, Spec]]:
-    """(KEYS spec, ARGV spec) of each saver script."""
+def header_counts(names: Iterable[str] = SCRIPT_NAMES) -> dict[str, tuple[Spec, Spec]]:
+    """(KEYS spec, ARGV spec) of each saver script (or of the scripts ``names``: the
+    store's are ``langgraph.store.rediskv.base.STORE_SCRIPTS``)."""
     counts = {}
-    for name in SCRIPT_NAMES:
+    for name in names:
         found = _COUNTS.findall(header(name))
         assert len(found) == 1, name
         counts[name] = (Spec.parse(found[0][0]), Spec.parse(found[0][1]))
     return counts
+
+
+_REDIS_CALL = re.compile(r"redis\.p?call\(\s*\"([A-Za-z]+)\"\s*(?:,\s*([^,)]+))?")
+
+
+def redis_calls(source: str) -> list[tuple[str, str]]:
+    """(command, its first argument as written) of each ``redis.call`` of a script's source
+    (includes inlined: ``scripts.assemble``); the argument is "" for a command without."""
+    return [
+        (command.upper(), (first or "").strip()) for command, first in _REDIS_CALL.findall(source)
+    ]

@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 import redis
+from langgraph.store.base import PutOp
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from langgraph.checkpoint.rediskv import RedisUnavailableError
 from langgraph.checkpoint.rediskv.server import settings_from_env
 from langgraph.store.rediskv import AsyncRedisStore
 from langgraph.store.rediskv.server import SettingsError, store, store_kwargs_from_env
 
-from ..conftest import new_prefix
+from ..conftest import LocalCluster, new_prefix
 from .test_agent_server import AgentServer, human, keys_under, server_env, unlink_prefix
 
 MEMORY_GRAPH = Path(__file__).parents[1] / "agent_server" / "memory_graph.py"
@@ -41,6 +43,18 @@ def embed(texts):
 # -- settings ---------------------------------------------------------------------------------
 def test_defaults() -> None:
     assert store_kwargs_from_env({}) == {"url": "redis://localhost:6379/0", "prefix": "store"}
+
+
+def test_rediskv_cluster_makes_a_cluster_store() -> None:
+    """The checkpointer's REDISKV_CLUSTER: the store's REDIS_URL is a cluster node too
+    (before, the store's factory refused it)."""
+    env = {"REDIS_URL": "redis://node1.example:7001", "REDISKV_CLUSTER": "true"}
+    assert store_kwargs_from_env(env) == {
+        "url": "redis://node1.example:7001",
+        "prefix": "store",
+        "cluster": True,
+    }
+    assert store_kwargs_from_env({"REDISKV_CLUSTER": "false"}) == store_kwargs_from_env({})
 
 
 def test_the_store_section_of_langgraph_json(tmp_path: Path) -> None:
@@ -95,8 +109,8 @@ def test_the_store_section_of_langgraph_json(tmp_path: Path) -> None:
             "REDIS_URL='http://x' is invalid: use a redis://, rediss:// or unix:// URL",
         ),
         (
-            {"REDISKV_CLUSTER": "true"},
-            "REDISKV_CLUSTER='true' is invalid: the store does not take a Redis Cluster yet",
+            {"REDISKV_CLUSTER": "maybe"},
+            "REDISKV_CLUSTER='maybe' is invalid: use true or false",
         ),
         (
             {"LANGGRAPH_STORE": '{"ttl": {"default_ttl": "1 day"}}'},
@@ -204,8 +218,42 @@ async def test_the_sweeper_runs_with_sweep_interval_minutes(
         client.close()
 
 
-async def test_an_unreachable_server_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_factory_yields_a_cluster_store_with_rediskv_cluster(
+    monkeypatch: pytest.MonkeyPatch, local_cluster: LocalCluster
+) -> None:
+    prefix = new_prefix()
+    monkeypatch.setenv("REDIS_URL", local_cluster.url)
+    monkeypatch.setenv("REDISKV_CLUSTER", "true")
+    monkeypatch.setenv("REDISKV_STORE_PREFIX", prefix)
+    async with store() as memory:
+        assert isinstance(memory.client, AsyncRedisCluster)
+        for i in range(6):
+            await memory.aput(("users", f"u{i}"), "k", {"i": i})
+        assert [i.value["i"] for i in await memory.asearch(("users",), limit=3)] == [5, 4, 3]
+        assert len(await memory.alist_namespaces()) == 6
+        await memory.abatch([PutOp(("users", f"u{i}"), "k", None) for i in range(6)])
+        assert await memory.alist_namespaces() == []
+
+
+async def test_rediskv_cluster_on_a_standalone_server_is_named(
+    monkeypatch: pytest.MonkeyPatch, server_url: str
+) -> None:
+    monkeypatch.setenv("REDIS_URL", server_url)
+    monkeypatch.setenv("REDISKV_CLUSTER", "true")
+    with pytest.raises(SettingsError) as failed:
+        async with store():
+            pass
+    assert str(failed.value).startswith(
+        "REDISKV_CLUSTER='true' is invalid: cluster=True, but the server at redis://"
+    )
+
+
+@pytest.mark.parametrize("cluster", ["false", "true"])
+async def test_an_unreachable_server_is_named(
+    monkeypatch: pytest.MonkeyPatch, cluster: str
+) -> None:
     monkeypatch.setenv("REDIS_URL", "redis://:secret@127.0.0.1:1/0")
+    monkeypatch.setenv("REDISKV_CLUSTER", cluster)
     with pytest.raises(RedisUnavailableError) as failed:
         async with store():
             pass

@@ -76,14 +76,22 @@ def suite_server(server_url: str, request: pytest.FixtureRequest) -> None:
 class Differential(RuleBasedStateMachine):
     asynchronous = False
 
+    on_server = False  # the server's vector search (a Redis Stack), else the client's
+
+    def make_store(self, **options: Any) -> Any:
+        """The store under test, on the suite's server, or on a Redis Stack when it is to
+        search on the server's vector search (the cluster's machines, in
+        tests/cluster/test_cluster_store.py, make theirs on the cluster)."""
+        url = STACK[0] if self.on_server else SERVER[0]
+        if self.asynchronous:
+            self.loop = asyncio.new_event_loop()
+            return AsyncRedisStore(url=url, prefix=new_prefix(), **options)
+        return RedisStore(url=url, prefix=new_prefix(), **options)
+
     @initialize()
     def start(self) -> None:
         self.model = InMemoryStore()
-        if self.asynchronous:
-            self.loop = asyncio.new_event_loop()
-            self.store: Any = AsyncRedisStore(url=SERVER[0], prefix=new_prefix())
-        else:
-            self.store = RedisStore(url=SERVER[0], prefix=new_prefix())
+        self.store: Any = self.make_store()
         self.step = 0
         self.last_put: dict[tuple[tuple[str, ...], str], int] = {}
 
@@ -206,21 +214,14 @@ class VectorDifferential(Differential):
 
     list_namespaces = None  # type: ignore[assignment]
     get = None  # type: ignore[assignment]
-    on_server = False  # the server's vector search (a Redis Stack), else the client's
 
     @initialize()
     def start(self) -> None:
         self.model = InMemoryStore(index=VECTOR_INDEX)  # type: ignore[arg-type]
-        args: dict[str, Any] = {"prefix": new_prefix(), "index": VECTOR_INDEX}
         if self.on_server:
-            args |= {"url": STACK[0], "vector_search": "server"}
+            self.store = self.make_store(index=VECTOR_INDEX, vector_search="server")
         else:
-            args |= {"url": SERVER[0]}
-        if self.asynchronous:
-            self.loop = asyncio.new_event_loop()
-            self.store = AsyncRedisStore(**args)
-        else:
-            self.store = RedisStore(**args)
+            self.store = self.make_store(index=VECTOR_INDEX)
         self.step = 0
         self.last_put = {}
 

@@ -20,14 +20,17 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.retry import Retry
 from redis.exceptions import RedisClusterException
 
 from .async_transport import AsyncTransport
 from .autopipeline import AutoPipeline
 from .base import (
     documented_as,
+    retry_backoff,
 )
 from .core import LIST_PAGE, Request, ScriptCall
+from .options import CONNECT_TIMEOUT, MAX_CONNECTIONS, RETRIES, SOCKET_TIMEOUT
 from .packing import pack_in_c
 
 T = TypeVar("T")
@@ -37,6 +40,21 @@ ON_LOOP = (
     "asyncio.InvalidStateError: called from the saver's event loop's thread, or before "
     "any async call"
 )
+
+
+def async_cluster_client(url: str, **options: Any) -> AsyncRedisCluster:
+    """An asyncio client of the Redis Cluster that ``url`` names a node of, opened as
+    ``AsyncRedisSaver(url, cluster=True)`` opens its own (the store opens its so too): the
+    saver's pool size (per node), timeouts and retries unless ``options`` (redis-py's) say
+    otherwise. It connects at its first call (``await client.initialize()``: now)."""
+    options = {
+        "max_connections": MAX_CONNECTIONS,
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "socket_timeout": SOCKET_TIMEOUT,
+        "retry": Retry(retry_backoff(), RETRIES),
+        **options,
+    }
+    return AsyncRedisCluster.from_url(url, **options)
 
 
 class AsyncRedisSaver(AsyncTransport):
@@ -55,7 +73,7 @@ class AsyncRedisSaver(AsyncTransport):
         self, url: str, cluster: bool, pool_timeout: float, retries: int, options: dict[str, Any]
     ) -> aredis.Redis | AsyncRedisCluster:
         if cluster:
-            return AsyncRedisCluster.from_url(url, **options)
+            return async_cluster_client(url, **options)
         pool = aredis.BlockingConnectionPool.from_url(
             url, **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options}
         )

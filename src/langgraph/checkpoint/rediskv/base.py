@@ -207,19 +207,25 @@ class RedisSaverBase(BaseCheckpointSaver[str]):
         return explain_response_error(request, exc)
 
     def _cluster_failure(self, exc: RedisClusterException) -> BaseException:
-        """What redis-py's cluster client raised, as the saver says it: a server that is not
-        a cluster is a mistake of the settings; no node that answers (it says "cannot be
-        connected" when it reads the slot map) is unavailability; anything else (keys in
-        two slots, a slot no node serves) stays redis-py's."""
-        if "Cluster mode is not enabled" in str(exc):
-            return ValueError(
-                f"cluster=True, but the server at {redact_url(self._url)} is not a Redis "
-                "Cluster (cluster mode is not enabled there): leave cluster out for a "
-                "standalone server"
-            )
-        if "cannot be connected" in str(exc):
-            return self._unavailable(exc)
-        return exc
+        """What redis-py's cluster client raised, as the saver says it (see
+        :func:`cluster_failure`)."""
+        return cluster_failure(self._url, exc)
+
+
+def cluster_failure(url: str, exc: RedisClusterException) -> BaseException:
+    """What redis-py's cluster client raised, as the savers and the store say it: a server
+    that is not a cluster is a mistake of the settings (``cluster=True``); no node that
+    answers (it says "cannot be connected" when it reads the slot map) is unavailability;
+    anything else (keys in two slots, a slot no node serves) stays redis-py's."""
+    if "Cluster mode is not enabled" in str(exc):
+        return ValueError(
+            f"cluster=True, but the server at {redact_url(url)} is not a Redis "
+            "Cluster (cluster mode is not enabled there): leave cluster out for a "
+            "standalone server"
+        )
+    if "cannot be connected" in str(exc):
+        return RedisUnavailableError(f"cannot reach Redis at {redact_url(url)}: {exc}")
+    return exc
 
 
 # What a cluster node answers to a script of a saver made for a standalone server, whose keys

@@ -24,11 +24,15 @@ from langgraph.checkpoint.base import (
 )
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
+from redis.retry import Retry
 
 from .base import (
+    cluster_failure,
     documented_as,
+    retry_backoff,
 )
 from .core import LIST_PAGE
+from .options import CONNECT_TIMEOUT, MAX_CONNECTIONS, RETRIES, SOCKET_TIMEOUT
 from .sync_transport import SyncTransport
 
 IN_THREAD = "{name} in a worker thread (asyncio.to_thread)."
@@ -36,6 +40,34 @@ IN_THREAD = "{name} in a worker thread (asyncio.to_thread)."
 
 # checkpoint ids per get_write_paths call (get_task_paths)
 WRITE_PATHS_BATCH = 500
+
+
+def cluster_client(url: str, **options: Any) -> RedisCluster:
+    """A client of the Redis Cluster that ``url`` names a node of, opened as
+    ``RedisSaver(url, cluster=True)`` opens its own (the store opens its so too): one
+    blocking pool per node, with the saver's pool size, timeouts and retries unless
+    ``options`` (redis-py's) say otherwise. It reads the slot map now.
+
+    Raises:
+        ValueError: the server is not a cluster (cluster mode is not enabled there).
+        RedisUnavailableError: no node answers.
+    """
+    options = {
+        "max_connections": MAX_CONNECTIONS,
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "socket_timeout": SOCKET_TIMEOUT,
+        "retry": Retry(retry_backoff(), RETRIES),
+        **options,
+    }
+    try:
+        return RedisCluster.from_url(
+            url, connection_pool_class=redis.BlockingConnectionPool, **options
+        )
+    except RedisClusterException as exc:
+        failure = cluster_failure(url, exc)
+        if failure is exc:
+            raise
+        raise failure from exc
 
 
 class RedisSaver(SyncTransport):
@@ -95,12 +127,7 @@ class RedisSaver(SyncTransport):
         self, url: str, cluster: bool, pool_timeout: float, retries: int, options: dict[str, Any]
     ) -> redis.Redis | RedisCluster:
         if cluster:
-            try:  # (one blocking pool per node; it reads the slot map now)
-                return RedisCluster.from_url(
-                    url, connection_pool_class=redis.BlockingConnectionPool, **options
-                )
-            except RedisClusterException as exc:
-                self._raise_translated(exc)
+            return cluster_client(url, **options)
         pool = redis.BlockingConnectionPool.from_url(
             url, **{"timeout": pool_timeout, "retry_on_timeout": retries > 0, **options}
         )

@@ -12,16 +12,21 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import redis
 import redis.asyncio as aredis
 from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
 
+from langgraph.checkpoint.rediskv.aio import async_cluster_client
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
+from langgraph.checkpoint.rediskv.sync import cluster_client
 
 from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
+from .cluster import AsyncClusterRounds, ClusterRounds
 from .core import Call, Rounds, check_namespaces, run_batch, run_sweep
 from .imports import ImportBatch, import_plans, run_import
 from .vectors import aembed, embed, plan, vector_index
@@ -39,13 +44,14 @@ class _Common(BaseStore):
         url: str | None,
         client: Any,
         connect: Callable[[str], Any],
+        cluster: bool,
         prefix: str,
         ttl: TTLConfig | None,
         index: IndexConfig | None,
         vector_search: ft.VectorSearch,
     ) -> None:
         """What both constructors do: ``connect`` makes the client from a URL when none
-        is given (the store then owns it and closes it)."""
+        is given (the store then owns it and closes it), a cluster client when ``cluster``."""
         self.config = store_config(prefix, ttl)
         self.ttl_config = ttl
         self._index = vector_index(index)
@@ -53,6 +59,11 @@ class _Common(BaseStore):
         self.index_config = index
         self.embeddings = None if self._index is None else self._index.embeddings
         self._owns_client = client is None
+        if client is not None and cluster and not self._is_cluster(client):
+            raise ValueError(
+                "cluster=True, but the client given is not a redis-py RedisCluster: give "
+                "the store a cluster client, or leave cluster out"
+            )
         self._client = client if client is not None else connect(default_url(url))
         if self._index is not None:
             self.config.dims = self._index.dims
@@ -65,6 +76,14 @@ class _Common(BaseStore):
         self._vector_search = ft.check_mode(vector_search)
         # whether the store found out which vector search it uses (at setup or first use)
         self._vector_search_known = self._index is None or self._vector_search == "client"
+        if self._index is not None and self._is_cluster(self._client):
+            # an index of the server's covers one node's keys: on a cluster, the client's
+            if self._vector_search == "server":
+                raise ValueError(
+                    "vector_search='server' needs a standalone server: on a Redis Cluster a "
+                    "vector index covers one node's keys (use 'auto' or 'client')"
+                )
+            self._vector_search_known = True
 
     def _vector_search_found(self, outcome: ft.Outcome, why: str) -> None:
         """Settle the vector search from :func:`ft.start_up`'s outcome."""
@@ -77,6 +96,11 @@ class _Common(BaseStore):
             log("rediskv store: the exact client vector search (%s)", why)
         self.config.server_search = outcome == "server"
         self._vector_search_known = True
+
+    @staticmethod
+    def _is_cluster(client: Any) -> bool:
+        """Whether ``client`` is the cluster client of this kind of store."""
+        raise NotImplementedError
 
     def _sweep_interval(self, minutes: float | None) -> float:
         """The sweeper's period in seconds: the argument, else the ttl's
@@ -92,7 +116,10 @@ class RedisStore(_Common):
 
     Args:
         url: ``redis://`` URL; defaults to ``$REDIS_URL``, then ``redis://localhost:6379/0``.
-        client: your own ``redis.Redis`` (never closed by the store).
+        client: your own ``redis.Redis`` or ``redis.cluster.RedisCluster`` (never closed by
+            the store).
+        cluster: connect to a Redis Cluster (``url`` names any one of its nodes), opened as
+            ``RedisSaver(url, cluster=True)`` opens its own (docs/store.md, Redis Cluster).
         prefix: first part of every key.
         ttl: ``{"default_ttl": minutes, "refresh_on_read": bool, "sweep_interval_minutes":
             minutes}`` (the period of :meth:`start_ttl_sweeper`; nothing sweeps unless it is
@@ -106,19 +133,26 @@ class RedisStore(_Common):
             ``"client"``: on the client whatever the server has.
     """
 
-    _client: redis.Redis
+    _client: redis.Redis | RedisCluster
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        client: redis.Redis | None = None,
+        client: redis.Redis | RedisCluster | None = None,
+        cluster: bool = False,
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
         vector_search: ft.VectorSearch = "auto",
     ) -> None:
-        self._init(url, client, redis.Redis.from_url, prefix, ttl, index, vector_search)
+        connect = cluster_client if cluster else redis.Redis.from_url
+        self._init(url, client, connect, cluster, prefix, ttl, index, vector_search)
+        self._cluster = (
+            ClusterRounds(self._client, self._scripts)
+            if isinstance(self._client, RedisCluster)
+            else None
+        )
         self._sweeper: tuple[concurrent.futures.Future[None], threading.Event] | None = None
 
     @classmethod
@@ -131,8 +165,12 @@ class RedisStore(_Common):
         finally:
             store.close()
 
+    @staticmethod
+    def _is_cluster(client: Any) -> bool:
+        return isinstance(client, RedisCluster)
+
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> redis.Redis | RedisCluster:
         return self._client
 
     def close(self) -> None:
@@ -141,7 +179,9 @@ class RedisStore(_Common):
             self._client.close()
 
     def _run(self, calls: list[Call]) -> list[Any]:
-        pipe = self._client.pipeline(transaction=False)
+        if self._cluster is not None:  # (a pipeline split by node: cluster.py)
+            return self._cluster.run(calls)
+        pipe = cast(redis.Redis, self._client).pipeline(transaction=False)
         for kind, name, keys, args in calls:
             if kind == "script":
                 self._scripts[name](keys=list(keys), args=list(args), client=pipe)
@@ -284,22 +324,30 @@ class AsyncRedisStore(_Common):
     """Long-term memory on Redis or Valkey over ``redis.asyncio`` (the sync methods raise
     when called from the event loop's thread, as LangGraph's async stores do: use ``a*``).
 
-    Args: as :class:`RedisStore`, ``client`` a ``redis.asyncio.Redis``.
+    Args: as :class:`RedisStore`, ``client`` a ``redis.asyncio.Redis`` or
+    ``redis.asyncio.cluster.RedisCluster``.
     """
 
-    _client: aredis.Redis
+    _client: aredis.Redis | AsyncRedisCluster
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        client: aredis.Redis | None = None,
+        client: aredis.Redis | AsyncRedisCluster | None = None,
+        cluster: bool = False,
         prefix: str = "store",
         ttl: TTLConfig | None = None,
         index: IndexConfig | None = None,
         vector_search: ft.VectorSearch = "auto",
     ) -> None:
-        self._init(url, client, _async_client, prefix, ttl, index, vector_search)
+        connect = async_cluster_client if cluster else _async_client
+        self._init(url, client, connect, cluster, prefix, ttl, index, vector_search)
+        self._cluster = (
+            AsyncClusterRounds(self._client, self._scripts, default_url(url))
+            if isinstance(self._client, AsyncRedisCluster)
+            else None
+        )
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): the one it is made on (the
         # Agent Server's factory, from_conn_string), else the first to run a coroutine of it
@@ -321,8 +369,12 @@ class AsyncRedisStore(_Common):
         finally:
             await store.aclose()
 
+    @staticmethod
+    def _is_cluster(client: Any) -> bool:
+        return isinstance(client, AsyncRedisCluster)
+
     @property
-    def client(self) -> aredis.Redis:
+    def client(self) -> aredis.Redis | AsyncRedisCluster:
         return self._client
 
     async def aclose(self) -> None:
@@ -331,7 +383,9 @@ class AsyncRedisStore(_Common):
             await self._client.aclose()
 
     async def _run(self, calls: list[Call]) -> list[Any]:
-        pipe = self._client.pipeline(transaction=False)
+        if self._cluster is not None:  # (a pipeline split by node: cluster.py)
+            return await self._cluster.run(calls)
+        pipe = cast(aredis.Redis, self._client).pipeline(transaction=False)
         for kind, name, keys, args in calls:
             if kind == "script":
                 await self._scripts[name](keys=list(keys), args=list(args), client=pipe)
@@ -349,7 +403,7 @@ class AsyncRedisStore(_Common):
             command = next(steps)
             while True:
                 try:
-                    reply = await self._client.execute_command(*command)  # type: ignore[no-untyped-call]
+                    reply = await self._client.execute_command(*command)
                 except redis.ResponseError as error:
                     reply = error
                 command = steps.send(reply)

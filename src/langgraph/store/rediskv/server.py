@@ -17,9 +17,11 @@ file (``"./embeddings.py:embed"``, a function or LangChain ``Embeddings``) is lo
 deployment's directory, as the server loads its own; a ``"provider:model"`` goes to
 LangChain's ``init_embeddings``. With ``sweep_interval_minutes``
 a task frees expired items every that many minutes. ``REDIS_URL`` names the Redis server (as
-for the checkpointer) and ``REDISKV_STORE_PREFIX`` the key prefix (default ``store``). A bad
-setting fails the start with a :class:`SettingsError` naming it, a server that cannot be
-reached with :class:`RedisUnavailableError` naming the URL (password masked).
+for the checkpointer; with ``REDISKV_CLUSTER=true``, a node of a Redis Cluster, for both) and
+``REDISKV_STORE_PREFIX`` the key prefix (default ``store``). A bad setting fails the start
+with a :class:`SettingsError` naming it (``REDISKV_CLUSTER`` too, when the server is no
+cluster), a server that cannot be reached with :class:`RedisUnavailableError` naming the URL
+(password masked).
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
+from langgraph.checkpoint.rediskv.base import cluster_failure
 from langgraph.checkpoint.rediskv.errors import RedisUnavailableError, SettingsError
 from langgraph.checkpoint.rediskv.options import (
     CLUSTER_VAR,
@@ -56,20 +59,19 @@ DEFAULT_STORE_PREFIX = "store"
 
 
 def store_kwargs_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``AsyncRedisStore``'s arguments from the environment: ``url``, ``prefix``, and ``ttl``
-    and ``index`` from ``$LANGGRAPH_STORE``. Raises :class:`SettingsError` on the first bad
-    setting (an ``index`` whose ``embed`` cannot be loaded included)."""
+    """``AsyncRedisStore``'s arguments from the environment: ``url``, ``prefix``, ``cluster``
+    (``$REDISKV_CLUSTER``, the checkpointer's: only when true), and ``ttl`` and ``index`` from
+    ``$LANGGRAPH_STORE``. Raises :class:`SettingsError` on the first bad setting (an
+    ``index`` whose ``embed`` cannot be loaded included)."""
     env = os.environ if environ is None else environ
     saver = env_kwargs(env)  # (REDIS_URL checked as for the checkpointer; REDISKV_* typos too)
-    if saver["cluster"]:
-        raise SettingsError(
-            CLUSTER_VAR, env[CLUSTER_VAR], "the store does not take a Redis Cluster yet"
-        )
     prefix = (env.get(STORE_PREFIX_VAR) or "").strip() or DEFAULT_STORE_PREFIX
     if ":" in prefix or "{" in prefix or "}" in prefix:
         raise SettingsError(STORE_PREFIX_VAR, prefix, "use a prefix without ':', '{' or '}'")
     section = _store_section(env)
     kwargs: dict[str, Any] = {"url": saver["url"], "prefix": prefix}
+    if saver["cluster"]:
+        kwargs["cluster"] = True
     if section.get("ttl") is not None:
         try:
             store_config(prefix, section["ttl"])
@@ -123,7 +125,7 @@ async def store() -> AsyncIterator[AsyncRedisStore]:
     kwargs = store_kwargs_from_env()
     url = kwargs.pop("url")
     try:
-        memory = AsyncRedisStore(url, **kwargs)
+        memory = AsyncRedisStore(url, **kwargs)  # (a cluster's client connects at its ping)
     except ValueError as exc:
         # (a client that decodes replies comes of the URL's options; the rest, of the index)
         if "decode_responses" in str(exc):
@@ -134,7 +136,13 @@ async def store() -> AsyncIterator[AsyncRedisStore]:
     try:
         try:
             await memory.client.ping()
-        except (RedisError, OSError) as exc:
+        except (RedisError, OSError, RedisClusterException) as exc:
+            if isinstance(exc, RedisClusterException) and isinstance(
+                cluster_failure(url, exc), ValueError
+            ):  # (the server is no cluster)
+                raise SettingsError(
+                    CLUSTER_VAR, os.environ[CLUSTER_VAR], str(cluster_failure(url, exc))
+                ) from exc
             source = URL_VAR if os.environ.get(URL_VAR) else f"the default; {URL_VAR} is unset"
             raise RedisUnavailableError(
                 f"cannot reach Redis at {redact_url(url)} ({source}): {exc}"
@@ -143,8 +151,9 @@ async def store() -> AsyncIterator[AsyncRedisStore]:
         if ttl.get("sweep_interval_minutes"):
             await memory.start_ttl_sweeper()
         logger.info(
-            "rediskv store: %s, prefix %r, ttl %s, index %s",
+            "rediskv store: %s%s, prefix %r, ttl %s, index %s",
             redact_url(url),
+            " (cluster)" if kwargs.get("cluster") else "",
             kwargs["prefix"],
             ttl or "none",
             "none" if "index" not in kwargs else f"{kwargs['index']['dims']} dims",
