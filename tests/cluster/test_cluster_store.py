@@ -498,3 +498,57 @@ def test_a_cluster_nobody_answers_for_is_unavailable() -> None:
         url = f"redis://127.0.0.1:{s.getsockname()[1]}/0"  # (nothing listens there)
     with pytest.raises(RedisUnavailableError, match=r"^cannot reach Redis at redis://127.0.0.1"):
         RedisStore(url, cluster=True)
+
+
+def test_a_store_is_migrated_into_the_cluster(
+    cluster_url: str, client: RedisCluster, server_url: str
+) -> None:
+    """``rediskv store migrate`` from a standalone store into a cluster store: every item of
+    namespaces on every primary, with its stamps (store_import on each node), a second run
+    finding them all present."""
+    import contextlib
+    import io
+    import json
+
+    from langgraph.checkpoint.rediskv.__main__ import main
+
+    source_prefix = new_prefix()
+    prefix = spread_prefix(USERS)
+    with RedisStore.from_conn_string(server_url, prefix=source_prefix) as source:
+        source.batch(
+            [PutOp(n, f"k{j}", {"i": i, "j": j}) for i, n in enumerate(USERS) for j in range(3)]
+        )
+        expected = sorted(
+            (tuple(i.namespace), i.key, i.value, i.created_at, i.updated_at)
+            for i in source.search(("users",), limit=100)
+        )
+
+        def cli(*argv: str) -> Any:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = main([
+                    "store", *argv, "--url", cluster_url, "--cluster", "--store-prefix", prefix,
+                    "--json",
+                ])  # fmt: skip
+            return code, json.loads(out.getvalue())
+
+        def migrate() -> Any:
+            return cli("migrate", "--from", f"rediskv+{server_url}?prefix={source_prefix}")
+
+        code, data = migrate()
+        assert (code, data["statuses"], data["verified"]) == (0, {"copied": 36}, 36)
+        with RedisStore.from_conn_string(cluster_url, cluster=True, prefix=prefix) as target:
+            assert len(nodes_of(client, prefix, USERS)) == 3
+            assert expected == sorted(
+                (tuple(i.namespace), i.key, i.value, i.created_at, i.updated_at)
+                for i in target.search(("users",), limit=100)
+            )
+        code, data = migrate()
+        assert (code, data["statuses"]) == (0, {"present": 36})
+        code, data = cli("stats")
+        assert (code, data["namespaces"], data["items"]) == (0, 12, 36)
+        code, data = cli("namespaces", "users", "--limit", "2")
+        assert [(r["namespace"], r["items"]) for r in data["namespaces"]] == [
+            (list(USERS[0]), 3),
+            (list(USERS[1]), 3),
+        ]

@@ -325,6 +325,11 @@ def _add_store_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
             help="key prefix of the store (default: $REDISKV_STORE_PREFIX, then store)",
         )
         sub.add_argument(
+            "--cluster",
+            action="store_true",
+            help="the server is a Redis Cluster (--url: any of its nodes)",
+        )
+        sub.add_argument(
             "--json", action="store_true", help="print JSON on stdout (no tables, no colors)"
         )
         sub.set_defaults(handler=_cli(f"store_{name}"))

@@ -52,7 +52,7 @@ def parse_namespace(text: str) -> tuple[str, ...]:
 def open_store(args: argparse.Namespace) -> Iterator[RedisStore]:
     """A store on ``--url`` / ``--store-prefix``, its connection checked first."""
     try:
-        store = RedisStore(args.url, prefix=args.store_prefix)
+        store = RedisStore(args.url, prefix=args.store_prefix, cluster=args.cluster)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     url = redact_url(args.url or "redis://localhost:6379/0")
