@@ -18,7 +18,7 @@ import redis
 import redis.asyncio.cluster as async_cluster
 import redis.cluster as sync_cluster
 from hypothesis import settings
-from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchOp
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster, key_slot
 
@@ -437,6 +437,19 @@ def test_every_script_call_on_the_cluster_fits_its_header_and_one_slot(
         store.search(("users",), limit=3)
         store.search(("users",), query="tea", limit=3)
         store.list_namespaces()
+        copies = store.search(("users",), limit=2)
+        store.import_items(
+            [
+                Item(
+                    value=c.value,
+                    key=c.key,
+                    namespace=("copies", *c.namespace),
+                    created_at=c.created_at,
+                    updated_at=c.updated_at,
+                )
+                for c in copies
+            ]
+        )
         clock.advance(2)
         store.sweep_ttl()
 
