@@ -65,6 +65,7 @@ import math
 import os
 import platform
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -512,7 +513,7 @@ def load(subjects: list[Subject], res: SizeResult, users: list[str], chunk: int)
     their vectors. Store by store (a load is not a latency)."""
     embedded = [
         i
-        for u in range(0, res.users, res.every)
+        for u in (range(0, res.users, res.every) if res.every else ())
         for i in range(u * ITEMS_PER_USER, (u + 1) * ITEMS_PER_USER)
     ]
     for s in subjects:
@@ -522,8 +523,8 @@ def load(subjects: list[Subject], res: SizeResult, users: list[str], chunk: int)
             ("items", range(res.items), False),
             ("vectors", embedded, None),
         ):
-            if phase == "vectors" and not s.semantic and s.name == "postgres":
-                continue  # no store_vectors table
+            if phase == "vectors" and (not indices or (not s.semantic and s.name == "postgres")):
+                continue  # no vectors (--vectors 0), or no store_vectors table
             gc.collect()
             before = s.used_bytes(phase) if after is None or s.phase_tables else after
             started = time.perf_counter()
@@ -556,7 +557,7 @@ def load(subjects: list[Subject], res: SizeResult, users: list[str], chunk: int)
 
 def make_ops(res: SizeResult, users: list[str], reps: int) -> list[Op]:
     rng = random.Random(f"targets{res.items}")
-    embedded_users = list(range(0, res.users, res.every))
+    embedded_users = list(range(0, res.users, res.every)) if res.every else [0]
     t_user = [users[rng.randrange(res.users)] for _ in range(reps + 1)]
     t_emb = [users[rng.choice(embedded_users)] for _ in range(reps + 1)]
     t_item = [rng.randrange(res.items) for _ in range(reps + 1)]
@@ -610,6 +611,8 @@ def make_ops(res: SizeResult, users: list[str], reps: int) -> list[Op]:
             top_keys=True,
         ),
     ]
+    if not res.every:  # --vectors 0
+        ops = [op for op in ops if not op.semantic and op.run is not put_vector]
     if res.every == 1:
         ops.append(
             Op(
@@ -690,8 +693,9 @@ def report(res: SizeResult, subjects: list[Subject], reps: int, budget: float) -
     names = [s.name for s in subjects]
     head = ["", *(LABELS[n] for n in names)]
     lines = [
-        f"### {res.items:,} items ({res.users:,} users; {res.vectors:,} with a 1536-d vector: "
-        f"{'every user' if res.every == 1 else f'one user in {res.every}'})",
+        f"### {res.items:,} items ({res.users:,} users; {res.vectors:,} with a 1536-d vector"
+        + (": every user" if res.every == 1 else f": one user in {res.every}" if res.every else "")
+        + ")",
         "",
         f"Load average {' → '.join(', '.join(f'{x:.2f}' for x in la) for la in res.loadavg)} "
         f"(start → end of this size, {res.seconds / 60:.0f} min); p50 / p95 over up to {reps} "
@@ -735,7 +739,12 @@ def report(res: SizeResult, subjects: list[Subject], reps: int, budget: float) -
         + " | ".join(fmt_bytes(res.load.get(n, {}).get("vectors_bytes")) for n in names)
         + " |"
     )
-    return "\n".join(lines)
+    # rows of no figures (no vectors: --vectors 0) left out
+    return "\n".join(
+        line
+        for line in lines
+        if not line.startswith("| ") or any(c.strip() for c in line.strip("|").split("|")[1:])
+    )
 
 
 def open_subjects(args: argparse.Namespace, notes: list[str]) -> list[Subject]:
@@ -778,7 +787,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-call", type=float, default=60.0,
         help="skip an op whose p50 at a smaller size, scaled by items, exceeds this (seconds)",
     )  # fmt: skip
-    parser.add_argument("--vectors", type=int, default=50_000, help="items with a vector, most")
+    parser.add_argument(
+        "--vectors", type=int, default=50_000, help="items with a vector, at most (0: none)"
+    )
+    parser.add_argument(
+        "--ops", default="", help="a regular expression: only the ops whose name matches"
+    )
     parser.add_argument("--dims", type=int, default=1536)
     parser.add_argument("--chunk", type=int, default=500, help="puts per batch() while loading")
     parser.add_argument(
@@ -807,11 +821,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for items in sizes:
         users_n = max(1, items // ITEMS_PER_USER)
         items = users_n * ITEMS_PER_USER
-        every = max(1, math.ceil(items / args.vectors))
-        res = SizeResult(items, users_n, len(range(0, users_n, every)) * ITEMS_PER_USER, every)
+        every = max(1, math.ceil(items / args.vectors)) if args.vectors > 0 else 0
+        vectors = len(range(0, users_n, every)) * ITEMS_PER_USER if every else 0
+        res = SizeResult(items, users_n, vectors, every)
         res.loadavg.append(os.getloadavg())
         size_started = time.perf_counter()
-        log(f"{items:,} items: {users_n:,} users, vectors for every {every}")
+        log(f"{items:,} items: {users_n:,} users, {vectors:,} with vectors")
         subjects = open_subjects(args, notes)
         try:
             for s in subjects:
@@ -822,7 +837,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # reach: a full collection would otherwise stall whichever store is being timed
             gc.collect()
             gc.freeze()
-            ops = make_ops(res, users, args.times)
+            ops = [op for op in make_ops(res, users, args.times) if re.search(args.ops, op.name)]
             run_ops(subjects, res, ops, args.times, args.budget, args.max_call, results)
         finally:
             close_subjects(subjects)
