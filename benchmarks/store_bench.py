@@ -5,6 +5,7 @@
     python benchmarks/store_bench.py --items 1000                 # a minute: try it out
     python benchmarks/store_bench.py --items 10000,1000000        # the README's run
     python benchmarks/store_bench.py --stores rediskv,inmemory --items 10000 --json out.json
+    python benchmarks/store_bench.py --items 10000,1000000 --vectors 0 --ops 'all users'
 
 Data: memories as an agent keeps them (LangMem style): per user 40 items in
 ``("users", <user>, "memories")`` and 10 in ``("users", <user>, "preferences")``, keyed by a
@@ -48,7 +49,10 @@ Ops: each repetition visits every store once, the first store rotating (interlea
 change of the machine's load hits all the stores alike. A store stops an op once its calls of
 that op have taken ``--budget`` seconds (its cell shows ``n=``), and an op whose p50 at a
 smaller size of the same run, scaled linearly by items, exceeds ``--max-call`` seconds is not
-run (the cell says so). Cells: p50 / p95 (p95 once there are 20 samples).
+run (the cell says so). Cells: p50 / p95 (p95 once there are 20 samples). ``--ops REGEX``
+runs only the ops whose name matches; ``--vectors 0`` loads no vectors and runs no semantic
+op. The loaded objects are frozen out of the garbage collector (``gc.freeze()``), so that
+InMemoryStore's million objects do not stall the timed calls of the other stores.
 
 A store whose server cannot be had is skipped with the reason printed. Nothing is written to
 a shared Redis; the PostgreSQL database (or embedded cluster) is removed at the end.
