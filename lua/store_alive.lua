@@ -2,11 +2,11 @@
   store_alive: how many live items a store namespace holds (list_namespaces, the sweep of the
   global namespace index).
 
-  KEYS[1..6]  S:{S:ns}:h m z x t v, as store_put.lua
+  KEYS[1..7]  S:{S:ns}:h m z x t v d, as store_put.lua
 
   ARGV[1]  now (ms), or "": the server's clock (TIME)
 
-  Counts: KEYS 6; ARGV 1
+  Counts: KEYS 7; ARGV 1
   Reply: {live, purged}: the number of unexpired items, and of expired ones purged now (at
   most 100 a call; those left are not counted live).
 ]]

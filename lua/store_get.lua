@@ -1,7 +1,7 @@
 --[[
   store_get: one item of a store namespace (langgraph.store.rediskv).
 
-  KEYS[1..6]  S:{S:ns}:h m z x t v, as store_put.lua
+  KEYS[1..7]  S:{S:ns}:h m z x t v d, as store_put.lua
 
   ARGV[1]  now (ms), or "": the server's clock (TIME)
   ARGV[2]  1: refresh the item's TTL (refresh_on_read), 0: not
@@ -9,7 +9,7 @@
   ARGV[4]  "1": the item's vectors too (a search on the server's vector search scores the
            items it found), absent or "": not
 
-  Counts: KEYS 6; ARGV 3..4
+  Counts: KEYS 7; ARGV 3..4
   Reply: {value, created_at µs, updated_at µs}, then its vectors ("" when none) with
   ARGV[4] = "1"; or false when there is none (or it expired:
   then it goes, with its index entries), or {0, what} when the item lost part of itself

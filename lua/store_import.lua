@@ -2,7 +2,7 @@
   store_import: copy one item of another store into its namespace, with the source's
   created_at and updated_at (RedisStore.import_items, which `rediskv store migrate` runs).
 
-  KEYS[1..6]  S:{S:ns}:h m z x t v, as store_put.lua
+  KEYS[1..7]  S:{S:ns}:h m z x t v d, as store_put.lua
 
   ARGV[1]  now (ms), or "": the server's clock (TIME); expired items are purged first (at
            most 100)
@@ -16,7 +16,7 @@
            store_put.lua), or ""
   ARGV[9]  "1": replace an item here that differs (recopy); "": leave it
 
-  Counts: KEYS 6; ARGV 9
+  Counts: KEYS 7; ARGV 9
   Reply: {status, was_empty}. status: "copied" (no such item here: written with the source's
   stamps, whatever the namespace's newest: a new item is not an update), "present" (the same
   value and created_at are here: nothing written, except ARGV[7]'s vectors for an item that

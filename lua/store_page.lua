@@ -1,7 +1,7 @@
 --[[
   store_page: a page of a store namespace's items, newest-updated first (search).
 
-  KEYS[1..6]  S:{S:ns}:h m z x t v, as store_put.lua
+  KEYS[1..7]  S:{S:ns}:h m z x t v d, as store_put.lua
 
   ARGV[1]  now (ms), or "": the server's clock (TIME)
   ARGV[2]  1: refresh the TTL of the items returned, 0: not
@@ -20,7 +20,7 @@
   whatever else is put or deleted between its pages (an update moves an item to the front,
   past the bound: it is read at most once).
 
-  Counts: KEYS 6; ARGV 7
+  Counts: KEYS 7; ARGV 7
   Reply: {read, score, member, key1, value1, created1, updated1, key2, ...}: the live items
   among the `read` entries read (fewer than count: the namespace is done; a page the bytes
   ended says count), score and member those of the last entry read (the next page's bound;

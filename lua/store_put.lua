@@ -7,6 +7,7 @@
   KEYS[4]  S:{S:ns}:x  ZSET item key scored by its expiry (ms); only items with a TTL
   KEYS[5]  S:{S:ns}:t  HASH item key -> its TTL (ms), for refresh_ttl
   KEYS[6]  S:{S:ns}:v  HASH item key -> its vectors (float32s, semantic search; see vectors.py)
+  KEYS[7]  S:{S:ns}:d  SET the item keys whose vectors have documents (the server's search)
 
   ARGV[1]  now (ms), or "": the server's clock (TIME); expired items are purged first (at
            most 100)
@@ -20,7 +21,7 @@
            vector search: each vector is also a document S:sv:...:{S:ns}:i:key (keys.py),
            written and deleted with the item; "": none (those the item had go)
 
-  Counts: KEYS 6; ARGV 7
+  Counts: KEYS 7; ARGV 7
   Reply: 1 when the namespace had no item before this put and has one now (the caller writes
   the namespace into the global index once more), else 0.
 ]]

@@ -1,6 +1,6 @@
 -- Shared by the store scripts (lua/store_*.lua): the store's clock, and expired items of one
 -- namespace going, with their index entries and vectors (and the vectors' documents of the
--- server's vector search), a bounded number per call. KEYS as every store script: h m z x t v
+-- server's vector search), a bounded number per call. KEYS as every store script: h m z x t v d
 -- (see keys).
 -- requires:
 
@@ -93,8 +93,8 @@ local function store_drop(key)
   redis.call("ZREM", KEYS[3], key)
   redis.call("ZREM", KEYS[4], key)
   redis.call("HDEL", KEYS[5], key)
-  -- an item without vectors has no documents either
-  if redis.call("HDEL", KEYS[6], key) == 1 then store_drop_docs(key, 0) end
+  redis.call("HDEL", KEYS[6], key)
+  if redis.call("SREM", KEYS[7], key) == 1 then store_drop_docs(key, 0) end
 end
 
 local function store_purge(now)

@@ -1,20 +1,23 @@
 -- Shared by store_put.lua and store_import.lua: the writes of one item, its value, created_at,
 -- index entry, TTL and vectors (with their documents, for the server's vector search). KEYS as
--- every store script: h m z x t v (see keys).
+-- every store script: h m z x t v d (see keys).
 -- requires: store_purge
 
 -- An item's vectors ("" for none: those it had go), and their documents when ``tags`` (the
 -- namespace's, keys.py namespace_tags) says the store uses the server's vector search.
 local function store_write_vectors(key, vectors, tags)
   if vectors == "" then
-    -- an item without vectors has no documents either: nothing more to delete
-    if redis.call("HDEL", KEYS[6], key) == 1 then store_drop_docs(key, 0) end
+    -- an item that had no vectors had no documents either (a plain store sends no more)
+    if redis.call("HDEL", KEYS[6], key) == 1 and redis.call("SREM", KEYS[7], key) == 1 then
+      store_drop_docs(key, 0)
+    end
     return
   end
   redis.call("HSET", KEYS[6], key, vectors)
   if tags ~= "" then
     store_write_docs(key, vectors, tags)
-  else
+    redis.call("SADD", KEYS[7], key)
+  elseif redis.call("SREM", KEYS[7], key) == 1 then
     store_drop_docs(key, 0)
   end
 end

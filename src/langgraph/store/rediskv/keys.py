@@ -1,7 +1,7 @@
 """The store's key layout (``RedisStore`` / ``AsyncRedisStore``), under a prefix ``S``.
 
 A namespace ``("users", "u1", "memories")`` is encoded ``users.u1.memories`` (LangGraph forbids
-periods and NUL bytes in labels, so the encoding is one-to-one). Each namespace ``N`` owns six
+periods and NUL bytes in labels, so the encoding is one-to-one). Each namespace ``N`` owns seven
 keys sharing the hash tag ``{S:N}``, so every per-namespace script runs on one slot of a cluster:
 
     S:{S:N}:h   HASH  item key -> value (JSON)
@@ -11,6 +11,9 @@ keys sharing the hash tag ``{S:N}``, so every per-namespace script runs on one s
     S:{S:N}:t   HASH  item key -> the item's TTL (ms), read by refresh_ttl
     S:{S:N}:v   HASH  item key -> the item's vectors (semantic search: float32s end to end,
                       see vectors.py); items embedded only
+    S:{S:N}:d   SET   the item keys whose vectors have documents (below): the server's vector
+                      search only, so that a script touches a document key only where one
+                      was written (never on a cluster, where the search is the client's)
 
 and one global key (another slot on a cluster):
 
@@ -28,7 +31,9 @@ its own, in the namespace's slot, which the index ``S:store:vec`` (FT.CREATE ...
                       and its tags start with ``z``. L is the byte length of N, so that the
                       key names its namespace and item whatever they hold (N may hold
                       ``}:``). Written, replaced and deleted with the item by the scripts
-                      (lua/include/store_purge.lua ``store_doc_key`` builds the same names).
+                      (lua/include/store_purge.lua ``store_doc_key`` builds the same names):
+                      the one kind of key a store script touches that its KEYS do not name
+                      (the same slot; a standalone server: no slot moves).
 
 The global index is written ahead: a put adds its namespace before its script runs (and once
 more after, when the script reports that the namespace was empty before), so it is a superset
@@ -40,7 +45,7 @@ from __future__ import annotations
 
 import hashlib
 
-KEY_SUFFIXES = ("h", "m", "z", "x", "t", "v")
+KEY_SUFFIXES = ("h", "m", "z", "x", "t", "v", "d")
 
 
 def encode_namespace(namespace: tuple[str, ...]) -> str:
@@ -55,7 +60,7 @@ def decode_namespace(encoded: str) -> tuple[str, ...]:
 
 
 def namespace_keys(prefix: str, namespace: tuple[str, ...]) -> list[str]:
-    """The six keys of ``namespace``, in the order the store scripts take them."""
+    """The seven keys of ``namespace``, in the order the store scripts take them."""
     tag = f"{prefix}:{{{prefix}:{encode_namespace(namespace)}}}"
     return [f"{tag}:{suffix}" for suffix in KEY_SUFFIXES]
 

@@ -256,7 +256,7 @@ class RediskvSource(StoreSource):
     def pages(self, namespace_prefix: tuple[str, ...]) -> Iterator[list[Item]]:
         client: Any = self.store.client
         for namespace in self.namespaces(namespace_prefix):
-            h, m, z, x, _, _ = namespace_keys(self.store.config.prefix, namespace)
+            h, m, z, x, _, _, _ = namespace_keys(self.store.config.prefix, namespace)
             start = 0
             while True:
                 entries = client.zrange(z, start, start + PAGE - 1, withscores=True)

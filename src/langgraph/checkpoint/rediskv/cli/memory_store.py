@@ -88,7 +88,7 @@ def namespace_counts(store: RedisStore, namespaces: list[tuple[str, ...]]) -> li
     for chunk in chunks(namespaces):
         pipe = store.client.pipeline(transaction=False)
         for namespace in chunk:
-            _, _, z, x, _, v = namespace_keys(store.config.prefix, namespace)
+            _, _, z, x, _, v, _ = namespace_keys(store.config.prefix, namespace)
             pipe.zcard(z)
             pipe.zcard(x)
             pipe.hlen(v)
