@@ -15,14 +15,17 @@
   ARGV[8]  the namespace's tags when the store uses the server's vector search (as
            store_put.lua), or ""
   ARGV[9]  "1": replace an item here that differs (recopy); "": leave it
+  ARGV[10] "1": the store has an index, and ARGV[7] is "" because the caller found the item
+           present or in conflict (not embedded): if it is to be written after all (deleted
+           or changed meanwhile), the reply is "retry" and nothing is written
 
-  Counts: KEYS 7; ARGV 9
+  Counts: KEYS 7; ARGV 10
   Reply: {status, was_empty}. status: "copied" (no such item here: written with the source's
   stamps, whatever the namespace's newest: a new item is not an update), "present" (the same
   value and created_at are here: nothing written, except ARGV[7]'s vectors for an item that
   has none), "conflict" (another item is here: nothing written), "replaced" (ARGV[9]: written
   over it in one step, created_at the source's, updated_at above the namespace's newest as an
-  update's is, see store_stamp). was_empty: 1 when the namespace had no item before and has
+  update's is, see store_stamp), "retry" (ARGV[10]: embed it, then send it again). was_empty: 1 when the namespace had no item before and has
   this one now (the caller writes the namespace into the global index once more), else 0.
 ]]
 -- requires: store_purge, store_write
@@ -49,6 +52,9 @@ if value then
   end
   stamp = store_stamp(ARGV[5])
   status = "replaced"
+end
+if ARGV[10] == "1" then
+  return {"retry", 0}
 end
 store_write(key, ARGV[3], stamp, ARGV[4], false, ARGV[6], ARGV[7], ARGV[8], now)
 return {status, was_empty and 1 or 0}

@@ -27,13 +27,15 @@ from langgraph.checkpoint.rediskv.sync import cluster_client
 from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
 from .cluster import AsyncClusterRounds, ClusterRounds
-from .core import Call, Rounds, check_namespaces, run_batch, run_sweep
+from .core import Call, Rounds, check_namespaces, errors_raised, run_batch, run_sweep
 from .imports import ImportBatch, import_plans, run_import
 from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
 
 logger = logging.getLogger(__name__)
+
+IMPORT_ATTEMPTS = 3  # an import's items changed meanwhile are planned again, this many times
 
 
 class _Common(BaseStore):
@@ -187,7 +189,7 @@ class RedisStore(_Common):
                 self._scripts[name](keys=list(keys), args=list(args), client=pipe)
             else:
                 pipe.execute_command(name, *keys)  # type: ignore[no-untyped-call]
-        return list(pipe.execute())
+        return errors_raised(calls, pipe.execute(raise_on_error=False))
 
     def setup(self) -> None:
         """With an ``index``: find out whether the server has a vector search and create the
@@ -248,14 +250,28 @@ class RedisStore(_Common):
             plans = self._drive(import_plans(self.config, batch.valid, recopy=recopy))
         if dry_run:
             return batch.dry_run(plans)
-        embedding = embed(self._index, plan(self._index, batch.to_embed(plans)))
-        return batch.statuses(
-            self._drive(
+        items = batch.valid
+        statuses: list[str] = [""] * len(items)
+        todo = list(range(len(items)))
+        for _ in range(IMPORT_ATTEMPTS):
+            embedding = embed(self._index, plan(self._index, batch.to_embed(plans, todo)))
+            done = self._drive(
                 run_import(
-                    self.config, batch.valid, embedding, ttl_minutes=ttl_minutes, recopy=recopy
+                    self.config,
+                    [items[i] for i in todo],
+                    embedding,
+                    ttl_minutes=ttl_minutes,
+                    recopy=recopy,
                 )
             )
-        )
+            for i, status in zip(todo, done, strict=True):
+                statuses[i] = status
+            todo = [i for i in todo if statuses[i] == "retry"]
+            if not todo:
+                break
+            # changed meanwhile: planned (and embedded) again
+            plans = self._drive(import_plans(self.config, items, recopy=recopy))
+        return batch.statuses(statuses)
 
     def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """Remove expired items, in a step of bounded work: the next ``max_namespaces``
@@ -391,7 +407,7 @@ class AsyncRedisStore(_Common):
                 await self._scripts[name](keys=list(keys), args=list(args), client=pipe)
             else:
                 pipe.execute_command(name, *keys)
-        return list(await pipe.execute())
+        return errors_raised(calls, await pipe.execute(raise_on_error=False))
 
     async def asetup(self) -> None:
         """As :meth:`RedisStore.setup`."""
@@ -443,14 +459,28 @@ class AsyncRedisStore(_Common):
             plans = await self._drive(import_plans(self.config, batch.valid, recopy=recopy))
         if dry_run:
             return batch.dry_run(plans)
-        embedding = await aembed(self._index, plan(self._index, batch.to_embed(plans)))
-        return batch.statuses(
-            await self._drive(
+        items = batch.valid
+        statuses: list[str] = [""] * len(items)
+        todo = list(range(len(items)))
+        for _ in range(IMPORT_ATTEMPTS):
+            embedding = await aembed(self._index, plan(self._index, batch.to_embed(plans, todo)))
+            done = await self._drive(
                 run_import(
-                    self.config, batch.valid, embedding, ttl_minutes=ttl_minutes, recopy=recopy
+                    self.config,
+                    [items[i] for i in todo],
+                    embedding,
+                    ttl_minutes=ttl_minutes,
+                    recopy=recopy,
                 )
             )
-        )
+            for i, status in zip(todo, done, strict=True):
+                statuses[i] = status
+            todo = [i for i in todo if statuses[i] == "retry"]
+            if not todo:
+                break
+            # changed meanwhile: planned (and embedded) again
+            plans = await self._drive(import_plans(self.config, items, recopy=recopy))
+        return batch.statuses(statuses)
 
     async def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """As :meth:`RedisStore.sweep_ttl`."""

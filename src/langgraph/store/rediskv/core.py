@@ -40,9 +40,20 @@ from .keys import (
 )
 from .vectors import Embedding, item_scores, pack, vector_scores
 
-# A call: ("script", name, keys, args) or ("command", name, args, ())
+# A call: ("script", name, keys, args), ("command", name, args, ()), or ("attempt", name, args,
+# ()): a command whose error is its reply (errors_raised)
 Call = tuple[str, str, Sequence[Any], Sequence[Any]]
 Rounds = Generator[list[Call], list[Any], list[Result]]
+
+
+def errors_raised(calls: Sequence[Call], replies: Sequence[Any]) -> list[Any]:
+    """A round's replies, its first error raised, but for an "attempt" call's, which is its
+    reply (the drivers run a round with ``raise_on_error=False``)."""
+    for call, reply in zip(calls, replies, strict=True):
+        if isinstance(reply, Exception) and call[0] != "attempt":
+            raise reply
+    return list(replies)
+
 
 PAGE_MIN = 16
 PAGE_MAX = 512
@@ -517,6 +528,11 @@ def _command(args: Sequence[Any]) -> Call:
     return ("command", args[0], list(args[1:]), ())
 
 
+def _attempt(args: Sequence[Any]) -> Call:
+    """A command whose error comes back as its reply (the driver raises any other's)."""
+    return ("attempt", args[0], list(args[1:]), ())
+
+
 def _scored(
     config: StoreConfig,
     op: SearchOp,
@@ -580,11 +596,14 @@ def _server_vector_search(
     while True:
         calls: list[Call] = []
         if ask_knn:
-            calls.append(_command(ft.knn_args(config.prefix, op.namespace_prefix, blob, k)))
+            calls.append(_attempt(ft.knn_args(config.prefix, op.namespace_prefix, blob, k)))
         else:  # (the zero vectors are wanted: the KNN has settled what it can)
-            calls.append(_command(ft.zero_args(config.prefix, op.namespace_prefix, KNN_MAX)))
+            calls.append(_attempt(ft.zero_args(config.prefix, op.namespace_prefix, KNN_MAX)))
         (reply,) = yield calls
-        found = [parse_vector_doc_key(config.prefix, d) for d in ft.search_ids(reply)]
+        ids = ft.search_ids(reply)
+        if ids is None:  # (an error, a timeout: not the whole answer) the client's search
+            return (yield from _vector_search(config, op, namespaces, now, query))
+        found = [parse_vector_doc_key(config.prefix, d) for d in ids]
         if ask_knn:
             docs, exhausted = found, len(found) < k
         else:
@@ -646,10 +665,12 @@ def _server_vector_search(
     ]
     if len(chosen) < need:
         # every vector under the prefix was returned: the items without vectors follow, newest
-        # first (the plain search's pages, less the items read above)
+        # first (the plain search's pages, less the items scored above; an item the index led
+        # to that has no vectors now, its v evicted, is one of them)
+        scored = {(entry[1][0], entry[1][1]) for entry in ranked}
         plain = SearchOp(op.namespace_prefix, op.filter, limit=need, offset=0, refresh_ttl=False)
         for item in (yield from _search(config, plain, namespaces, now)):
-            if len(chosen) < need and (tuple(item.namespace), item.key) not in read:
+            if len(chosen) < need and (tuple(item.namespace), item.key) not in scored:
                 chosen.append(item)
     chosen = chosen[op.offset :]
     if op.refresh_ttl and chosen:

@@ -139,14 +139,25 @@ def zero_args(prefix: str, namespace_prefix: tuple[str, ...], count: int) -> lis
     ]  # fmt: skip
 
 
-def search_ids(reply: Any) -> list[bytes]:
+def search_ids(reply: Any) -> list[bytes] | None:
     """The document keys of an FT.SEARCH NOCONTENT reply: RESP2 ``[total, id, id, ...]``, or
-    RESP3 ``{"results": [{"id": ...}, ...], ...}``."""
+    RESP3 ``{"results": [{"id": ...}, ...], ...}``; None when it is not a whole answer: an
+    error (the call's reply is the error: a LIMIT past MAXSEARCHRESULTS...), a warning (a
+    query that timed out returns what it found so far: RESP3 says so), a result without an
+    id. The caller then searches on the client (never takes part of an answer for all)."""
+    if isinstance(reply, Exception):
+        return None
     if isinstance(reply, dict):
+        if reply.get(b"warning", reply.get("warning")):
+            return None
         results = reply.get(b"results", reply.get("results")) or []
         out = []
         for result in results:
             doc = result.get(b"id", result.get("id")) if isinstance(result, dict) else result
+            if doc is None:
+                return None
             out.append(doc if isinstance(doc, bytes) else str(doc).encode())
         return out
+    if not isinstance(reply, (list, tuple)) or not reply:
+        return None
     return [doc if isinstance(doc, bytes) else str(doc).encode() for doc in list(reply)[1:]]

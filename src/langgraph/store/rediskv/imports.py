@@ -99,7 +99,8 @@ def run_import(
     recopy: bool = False,
 ) -> Generator[list[Call], list[Any], list[str]]:
     """The (valid) items copied in, one ``store_import`` each, in one round; returns each
-    one's status: "copied", "present", "conflict" or "replaced" (see the script). A copy gets
+    one's status: "copied", "present", "conflict", "replaced", or with an index "retry" (an
+    item sent without vectors that is to be written after all: see the script). A copy gets
     the vectors ``embedding`` has for it, and a TTL of ``ttl_minutes`` (else none)."""
     embedding = embedding or Embedding()
     now = "" if config.clock is None else str(config.clock())
@@ -111,6 +112,7 @@ def run_import(
     for item in items:
         namespace = tuple(item.namespace)
         tags = namespace_tags(namespace) if config.server_search else ""
+        vectors = embedding.vectors.get((namespace, item.key), b"")
         args = [
             now,
             item.key,
@@ -118,9 +120,10 @@ def run_import(
             str(micros(item.created_at)),
             str(micros(item.updated_at)),
             ttl,
-            embedding.vectors.get((namespace, item.key), b""),
+            vectors,
             tags,
             "1" if recopy else "",
+            "1" if config.dims is not None and not vectors else "",
         ]
         calls.append(("script", "store_import", namespace_keys(config.prefix, namespace), args))
     replies = yield calls
@@ -151,16 +154,17 @@ class ImportBatch:
         self.reasons = [invalid_reason(item) for item in self.items]
         self.valid = [i for i, why in zip(self.items, self.reasons, strict=True) if why is None]
 
-    def to_embed(self, plans: Sequence[str]) -> list[PutOp]:
-        """The puts whose texts a store with an index embeds: the items to write, and the
-        present ones without vectors (``import_plans``; none were made without an index)."""
+    def to_embed(self, plans: Sequence[str], among: Sequence[int]) -> list[PutOp]:
+        """The puts whose texts a store with an index embeds, of the valid items ``among``:
+        those to write, and the present ones without vectors (``import_plans``; none were
+        made without an index)."""
         if not plans:
             return []
         wanted = ("copy", "replace", "present, no vectors")
         return [
-            PutOp(tuple(item.namespace), item.key, item.value)
-            for item, plan in zip(self.valid, plans, strict=True)
-            if plan in wanted
+            PutOp(tuple(self.valid[i].namespace), self.valid[i].key, self.valid[i].value)
+            for i in among
+            if plans[i] in wanted
         ]
 
     def statuses(self, valid: Sequence[str]) -> list[str]:

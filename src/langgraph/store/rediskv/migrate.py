@@ -421,6 +421,8 @@ def migrate_store(
                 report.problem(f"{where}: another item is here (--recopy replaces it)")
             elif status.startswith("invalid"):
                 report.problem(f"{where}: not copied, {status.partition(': ')[2]}")
+            elif status == "retry":
+                report.problem(f"{where}: not copied, it kept changing here: run again")
             namespaces.add(tuple(item.namespace))
         if verify and not dry_run:
             _verify(target, fresh, statuses, report)
