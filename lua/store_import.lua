@@ -30,13 +30,8 @@
 ]]
 -- requires: store_purge, store_write
 
-local now = store_now(ARGV[1])
-store_purge(now)
 local key = ARGV[2]
-if store_expired(key, now) then
-  store_drop(key)
-end
-local was_empty = redis.call("ZCARD", KEYS[3]) == 0
+local now, was_empty = store_begin(ARGV[1], key)
 local value = redis.call("HGET", KEYS[1], key)
 local stamp = ARGV[5]
 local status = "copied"

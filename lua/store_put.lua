@@ -27,13 +27,8 @@
 ]]
 -- requires: store_purge, store_write
 
-local now = store_now(ARGV[1])
-store_purge(now)
 local key = ARGV[2]
-if store_expired(key, now) then
-  store_drop(key)
-end
-local was_empty = redis.call("ZCARD", KEYS[3]) == 0
+local now, was_empty = store_begin(ARGV[1], key)
 if ARGV[3] == "" then
   store_drop(key)
   return 0

@@ -42,3 +42,15 @@ local function store_write(key, value, stamp, created, keep_created, ttl, vector
   end
   store_write_vectors(key, vectors, tags)
 end
+
+-- A writing script's start: now (ms: ``now_arg``, or "" for the server's clock), the
+-- namespace's expired items purged (at most 100), this item gone if it expired, and whether
+-- the namespace held no item then.
+local function store_begin(now_arg, key)
+  local now = store_now(now_arg)
+  store_purge(now)
+  if store_expired(key, now) then
+    store_drop(key)
+  end
+  return now, redis.call("ZCARD", KEYS[3]) == 0
+end

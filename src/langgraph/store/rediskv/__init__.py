@@ -28,14 +28,12 @@ from . import ft
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
 from .cluster import AsyncClusterRounds, ClusterRounds
 from .core import Call, Rounds, check_namespaces, errors_raised, run_batch, run_sweep
-from .imports import ImportBatch, import_plans, run_import
+from .imports import EmbedRequest, ImportBatch, import_steps
 from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
 
 logger = logging.getLogger(__name__)
-
-IMPORT_ATTEMPTS = 3  # an import's items changed meanwhile are planned again, this many times
 
 
 class _Common(BaseStore):
@@ -239,39 +237,28 @@ class RedisStore(_Common):
         Returns a status per item, in order: "copied"; "present" (the same value JSON and
         created_at are here: nothing written); "conflict" (another item is here: left as it
         is, unless ``recopy`` has it "replaced", in one step); "invalid: why" (a namespace a
-        put refuses, a value that is not JSON: not sent). ``dry_run``: "to copy" and "to
+        put refuses, a value that is not JSON: not sent); "retry" (with an index: it kept
+        changing meanwhile, 3 times). ``dry_run``: "to copy" and "to
         replace" instead, nothing written. With an index, the copies (and present items
         without vectors) are embedded as puts are; ``ttl_minutes`` gives the copies a TTL
         (none by default, whatever the store's default_ttl)."""
-        batch = ImportBatch(list(items))
         self.setup()  # (the server's vector search, whose documents a copy writes)
-        plans: list[str] = []
-        if dry_run or self._index is not None:
-            plans = self._drive(import_plans(self.config, batch.valid, recopy=recopy))
-        if dry_run:
-            return batch.dry_run(plans)
-        items = batch.valid
-        statuses: list[str] = [""] * len(items)
-        todo = list(range(len(items)))
-        for _ in range(IMPORT_ATTEMPTS):
-            embedding = embed(self._index, plan(self._index, batch.to_embed(plans, todo)))
-            done = self._drive(
-                run_import(
-                    self.config,
-                    [items[i] for i in todo],
-                    embedding,
-                    ttl_minutes=ttl_minutes,
-                    recopy=recopy,
-                )
-            )
-            for i, status in zip(todo, done, strict=True):
-                statuses[i] = status
-            todo = [i for i in todo if statuses[i] == "retry"]
-            if not todo:
-                break
-            # changed meanwhile: planned (and embedded) again
-            plans = self._drive(import_plans(self.config, items, recopy=recopy))
-        return batch.statuses(statuses)
+        steps = import_steps(
+            self.config,
+            ImportBatch(list(items)),
+            ttl_minutes=ttl_minutes,
+            recopy=recopy,
+            dry_run=dry_run,
+        )
+        try:
+            step = next(steps)
+            while True:
+                if isinstance(step, EmbedRequest):
+                    step = steps.send(embed(self._index, plan(self._index, step.puts)))
+                else:
+                    step = steps.send(self._run(step))
+        except StopIteration as done:
+            return list(done.value)
 
     def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """Remove expired items, in a step of bounded work: the next ``max_namespaces``
@@ -452,35 +439,23 @@ class AsyncRedisStore(_Common):
         dry_run: bool = False,
     ) -> list[str]:
         """As :meth:`RedisStore.import_items`."""
-        batch = ImportBatch(list(items))
         await self.asetup()  # (the server's vector search, whose documents a copy writes)
-        plans: list[str] = []
-        if dry_run or self._index is not None:
-            plans = await self._drive(import_plans(self.config, batch.valid, recopy=recopy))
-        if dry_run:
-            return batch.dry_run(plans)
-        items = batch.valid
-        statuses: list[str] = [""] * len(items)
-        todo = list(range(len(items)))
-        for _ in range(IMPORT_ATTEMPTS):
-            embedding = await aembed(self._index, plan(self._index, batch.to_embed(plans, todo)))
-            done = await self._drive(
-                run_import(
-                    self.config,
-                    [items[i] for i in todo],
-                    embedding,
-                    ttl_minutes=ttl_minutes,
-                    recopy=recopy,
-                )
-            )
-            for i, status in zip(todo, done, strict=True):
-                statuses[i] = status
-            todo = [i for i in todo if statuses[i] == "retry"]
-            if not todo:
-                break
-            # changed meanwhile: planned (and embedded) again
-            plans = await self._drive(import_plans(self.config, items, recopy=recopy))
-        return batch.statuses(statuses)
+        steps = import_steps(
+            self.config,
+            ImportBatch(list(items)),
+            ttl_minutes=ttl_minutes,
+            recopy=recopy,
+            dry_run=dry_run,
+        )
+        try:
+            step = next(steps)
+            while True:
+                if isinstance(step, EmbedRequest):
+                    step = steps.send(await aembed(self._index, plan(self._index, step.puts)))
+                else:
+                    step = steps.send(await self._run(step))
+        except StopIteration as done:
+            return list(done.value)
 
     async def sweep_ttl(self, max_namespaces: int = 1000) -> int:
         """As :meth:`RedisStore.sweep_ttl`."""

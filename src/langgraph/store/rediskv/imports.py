@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -176,3 +177,50 @@ class ImportBatch:
         return self.statuses(
             [DRY_RUN.get(p, "present" if p.startswith("present") else p) for p in plans]
         )
+
+
+IMPORT_ATTEMPTS = 3  # an import's items changed meanwhile are planned again, this many times
+
+
+@dataclass
+class EmbedRequest:
+    """A step of :func:`import_steps` that is not a round of calls: the driver embeds these
+    puts (``vectors.plan`` and the store's sync or async embedder) and sends the Embedding."""
+
+    puts: list[PutOp]
+
+
+def import_steps(
+    config: StoreConfig,
+    batch: ImportBatch,
+    *,
+    ttl_minutes: float | None,
+    recopy: bool,
+    dry_run: bool,
+) -> Generator[list[Call] | EmbedRequest, Any, list[str]]:
+    """``import_items`` sans I/O: rounds of calls and, with an index, embed requests; returns
+    each item's status (see ``RedisStore.import_items``). With an index, the items are
+    planned first so that only those to write (and the present ones without vectors) are
+    embedded; an item that changed meanwhile ("retry") is planned and embedded again, up to
+    :data:`IMPORT_ATTEMPTS` times."""
+    indexed = config.dims is not None
+    plans: list[str] = []
+    if dry_run or indexed:
+        plans = yield from import_plans(config, batch.valid, recopy=recopy)
+    if dry_run:
+        return batch.dry_run(plans)
+    items = batch.valid
+    statuses = [""] * len(items)
+    todo = list(range(len(items)))
+    for _ in range(IMPORT_ATTEMPTS):
+        embedding = (yield EmbedRequest(batch.to_embed(plans, todo))) if indexed else None
+        done = yield from run_import(
+            config, [items[i] for i in todo], embedding, ttl_minutes=ttl_minutes, recopy=recopy
+        )
+        for i, status in zip(todo, done, strict=True):
+            statuses[i] = status
+        todo = [i for i in todo if statuses[i] == "retry"]
+        if not todo:
+            break
+        plans = yield from import_plans(config, items, recopy=recopy)
+    return batch.statuses(statuses)

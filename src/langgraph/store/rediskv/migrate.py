@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +35,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
+from langgraph.checkpoint.rediskv.migrate.sources import made_by_factory, opened_by_url
 from langgraph.checkpoint.rediskv.settings import redact_url
 
 from . import RedisStore
@@ -321,17 +320,7 @@ class StoreMigrationReport:
 @contextlib.contextmanager
 def open_store_source(url: str) -> Iterator[StoreSource]:
     """The store a URL names (:data:`STORE_SOURCES`), closed afterwards."""
-    with contextlib.ExitStack() as stack:
-        try:
-            source = _make_source(url, stack)
-        except ModuleNotFoundError as exc:
-            kind = url.partition(":")[0].partition("+")[0]
-            if kind not in _SOURCE_PACKAGES:
-                raise
-            raise ValueError(
-                f"reading a {kind} store needs the package that wrote it ({exc.name} is not "
-                f"installed): pip install {_SOURCE_PACKAGES[kind]}"
-            ) from exc
+    with opened_by_url(url, _make_source, _SOURCE_PACKAGES, "store") as source:
         yield source
 
 
@@ -366,16 +355,7 @@ def _make_source(url: str, stack: contextlib.ExitStack) -> StoreSource:
 
 
 def _factory_store(spec: str, stack: contextlib.ExitStack) -> BaseStore:
-    import importlib
-
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"invalid source {spec!r}: use python:package.module:factory")
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules of the directory
-    made: Any = getattr(importlib.import_module(module_name), attr)()
-    if isinstance(made, contextlib.AbstractContextManager):
-        made = stack.enter_context(made)
+    made = made_by_factory(spec, stack)
     if not isinstance(made, BaseStore):
         raise ValueError(f"python:{spec} gave {type(made).__name__}, not a BaseStore")
     return made

@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -14,6 +15,8 @@ from ..settings import redact_url
 from .source import Source
 from .sources_redis import LangGraphRedisSource, PlainRedisSource, ValkeySource
 from .sources_sql import PostgresSource, SqliteSource
+
+T = TypeVar("T")
 
 # scheme -> what it opens, for the CLI's help and errors
 SOURCE_SCHEMES = {
@@ -35,18 +38,26 @@ SOURCE_SCHEMES = {
 }
 
 
+def made_by_factory(spec: str, stack: contextlib.ExitStack) -> Any:
+    """What ``python:package.module:factory`` makes: ``factory()``, entered when it is a
+    context manager (closed with ``stack``); modules of the working directory are found, as
+    ``python -m`` finds them."""
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"invalid source {spec!r}: use python:package.module:factory")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    made = getattr(importlib.import_module(module_name), attr)()
+    if isinstance(made, contextlib.AbstractContextManager):
+        made = stack.enter_context(made)
+    return made
+
+
 class _FactorySource(Source):
     def __init__(self, spec: str, stack: contextlib.ExitStack) -> None:
-        import importlib
-
-        module_name, _, attr = spec.partition(":")
-        if not module_name or not attr:
-            raise ValueError(f"invalid source {spec!r}: use python:package.module:factory")
-        if "" not in sys.path and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())  # as `python -m` would: modules of the directory
-        made = getattr(importlib.import_module(module_name), attr)()
-        if isinstance(made, contextlib.AbstractContextManager):
-            made = stack.enter_context(made)
+        made = made_by_factory(spec, stack)
         if not isinstance(made, BaseCheckpointSaver):
             raise ValueError(f"python:{spec} gave {type(made).__name__}, not a checkpoint saver")
         super().__init__(made, name=spec)
@@ -75,18 +86,31 @@ _SOURCE_PACKAGES = {
 @contextlib.contextmanager
 def open_source(url: str) -> Iterator[Source]:
     """The source a URL names (:data:`SOURCE_SCHEMES`), closed afterwards."""
+    with opened_by_url(url, _make_source, _SOURCE_PACKAGES, "source") as source:
+        yield source
+
+
+@contextlib.contextmanager
+def opened_by_url(
+    url: str,
+    make: Callable[[str, contextlib.ExitStack], T],
+    packages: dict[str, str],
+    what: str,
+) -> Iterator[T]:
+    """``make(url, stack)``, closed afterwards; a package missing for the URL's kind (the
+    part of its scheme before ``+``) is a ValueError that says what to install."""
     with contextlib.ExitStack() as stack:
         try:
-            source = _make_source(url, stack)
+            made = make(url, stack)
         except ModuleNotFoundError as exc:
             kind = url.partition(":")[0].partition("+")[0]
-            if kind not in _SOURCE_PACKAGES:
+            if kind not in packages:
                 raise
             raise ValueError(
-                f"reading a {kind} source needs the package that wrote it ({exc.name} is not "
-                f"installed): pip install {_SOURCE_PACKAGES[kind]}"
+                f"reading a {kind} {what} needs the package that wrote it ({exc.name} is not "
+                f"installed): pip install {packages[kind]}"
             ) from exc
-        yield source
+        yield made
 
 
 def _make_source(url: str, stack: contextlib.ExitStack) -> Source:
