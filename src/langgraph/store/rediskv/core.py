@@ -30,8 +30,9 @@ from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 
 from . import ft
 from .keys import (
-    decode_namespace,
     encode_namespace,
+    index_member,
+    index_namespace,
     namespace_index_key,
     namespace_keys,
     namespace_tags,
@@ -219,7 +220,7 @@ def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str, vectors: by
     ahead: Call = (
         "command",
         "ZADD",
-        [namespace_index_key(config.prefix), 0, encode_namespace(op.namespace)],
+        [namespace_index_key(config.prefix), 0, index_member(op.namespace)],
         (),
     )
     # (ARGV[7]: the namespace's tags, for the vectors' documents of the server's search)
@@ -255,7 +256,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
             slots.append((i, "search"))
         elif isinstance(op, ListNamespacesOp):
             low, high = prefix_range(literal_prefix(op.match_conditions))
-            first.append(("command", "ZRANGEBYLEX", [index, low, high], ()))
+            limit = [] if listing_step(op) is None else ["LIMIT", 0, listing_step(op)]
+            first.append(("command", "ZRANGEBYLEX", [index, low, high, *limit], ()))
             slots.append((i, "list"))
         elif isinstance(op, PutOp):
             puts[(op.namespace, op.key)] = op
@@ -284,11 +286,11 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
                 )
             elif kind == "search":
                 assert isinstance(op, SearchOp)
-                found = [decode_namespace(_text(m)) for m in reply]
+                found = [index_namespace(_text(m)) for m in reply]
                 searches.append((i, op, [n for n in found if under(n, op.namespace_prefix)]))
             else:
                 assert isinstance(op, ListNamespacesOp)
-                listings.append((i, op, [decode_namespace(_text(m)) for m in reply]))
+                listings.append((i, op, [index_namespace(_text(m)) for m in reply]))
         for i, sop, namespaces in searches:
             query = embedding.queries.get(sop.query) if sop.query else None
             if query and config.dims is not None and config.server_search:
@@ -333,7 +335,7 @@ def _put_round(
         for call in _put_calls(config, op, now, stamp, vectors):
             calls.append(call)
             put = call[0] == "script" and op.value is not None
-            owners.append(encode_namespace(op.namespace) if put else None)
+            owners.append(index_member(op.namespace) if put else None)
     replies = yield calls
     index = namespace_index_key(config.prefix)
     again: list[Call] = [
@@ -701,7 +703,7 @@ def _alive(
     empty = [n for n, reply in zip(namespaces, replies, strict=True) if int(reply[0]) <= 0]
     if empty:
         index = namespace_index_key(config.prefix)
-        yield [("command", "ZREM", [index, *map(encode_namespace, empty)], ())]
+        yield [("command", "ZREM", [index, *map(index_member, empty)], ())]
         # a put may have filled one between its count and the ZREM (its own ZADD came
         # before): counted again after the ZREM, such a namespace goes back in the index
         again = yield [
@@ -709,7 +711,7 @@ def _alive(
         ]
         filled = [n for n, reply in zip(empty, again, strict=True) if int(reply[0]) > 0]
         if filled:
-            members = [m for n in filled for m in (0, encode_namespace(n))]
+            members = [m for n in filled for m in (0, index_member(n))]
             yield [("command", "ZADD", [index, *members], ())]
     return alive, purged
 
@@ -724,16 +726,51 @@ def run_sweep(
     low = "-" if not after else f"({after}"
     index = namespace_index_key(config.prefix)
     (names,) = yield [("command", "ZRANGEBYLEX", [index, low, "+", "LIMIT", 0, count], ())]
-    namespaces = [decode_namespace(_text(m)) for m in names]
+    namespaces = [index_namespace(_text(m)) for m in names]
     now = "" if config.clock is None else str(config.clock())
     _, purged = yield from _alive(config, namespaces, now)
     return purged, _text(names[-1]) if len(names) == count else ""
 
 
+def listing_step(op: ListNamespacesOp) -> int | None:
+    """How many index entries a listing reads at a time, when it can stop at its page: no
+    max_depth, no condition but one prefix without wildcards (the index, in the order of
+    the tuples, then holds the answer in order: index_member); else None (it reads every
+    namespace under its prefix)."""
+    conditions = op.match_conditions or ()
+    if op.max_depth is not None or len(conditions) > 1:
+        return None
+    if conditions and (conditions[0].match_type != "prefix" or "*" in conditions[0].path):
+        return None
+    return max(op.offset + op.limit, LISTING_STEP_MIN)
+
+
+LISTING_STEP_MIN = 64
+
+
 def _list_namespaces(
     config: StoreConfig, op: ListNamespacesOp, namespaces: list[tuple[str, ...]], now: str
 ) -> Generator[list[Call], list[Any], list[tuple[str, ...]]]:
-    """The live namespaces the index names (the empty ones are swept from it)."""
+    """The live namespaces the index names (the empty ones are swept from it). A listing
+    that can stop at its page (listing_step) reads the index a step at a time until it has
+    ``offset + limit`` live namespaces; else every namespace under its prefix."""
+    step = listing_step(op)
+    if step is not None:
+        need = op.offset + op.limit
+        live: list[tuple[str, ...]] = []
+        page = namespaces
+        _, high = prefix_range(literal_prefix(op.match_conditions))
+        index = namespace_index_key(config.prefix)
+        while True:
+            alive, _ = yield from _alive(config, page, now)
+            live += alive
+            if len(live) >= need or len(page) < step:
+                return live[op.offset : need]
+            after = "(" + index_member(page[-1])
+            (names,) = yield [
+                ("command", "ZRANGEBYLEX", [index, after, high, "LIMIT", 0, step], ())
+            ]
+            page = [index_namespace(_text(m)) for m in names]
     namespaces, _ = yield from _alive(config, namespaces, now)
     if op.match_conditions:
         namespaces = [n for n in namespaces if all(does_match(c, n) for c in op.match_conditions)]

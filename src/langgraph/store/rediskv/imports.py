@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.store.base import InvalidNamespaceError, Item, PutOp
 
 from .core import Call, StoreConfig, check_namespaces
-from .keys import encode_namespace, namespace_index_key, namespace_keys, namespace_tags
+from .keys import index_member, namespace_index_key, namespace_keys, namespace_tags
 from .vectors import Embedding
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -108,7 +108,7 @@ def run_import(
     ttl = "" if ttl_minutes is None else str(int(float(ttl_minutes) * 60_000))
     index = namespace_index_key(config.prefix)
     # each namespace into the global index first, as a put writes it ahead
-    namespaces = list(dict.fromkeys(encode_namespace(tuple(i.namespace)) for i in items))
+    namespaces = list(dict.fromkeys(index_member(tuple(i.namespace)) for i in items))
     calls: list[Call] = [("command", "ZADD", [index, *_members(namespaces)], ())]
     for item in items:
         namespace = tuple(item.namespace)
@@ -132,7 +132,7 @@ def run_import(
     # a namespace that was empty before its copy: indexed once more (a sweep may have run)
     again = list(
         dict.fromkeys(
-            encode_namespace(tuple(item.namespace))
+            index_member(tuple(item.namespace))
             for item, reply in zip(items, replies[1:], strict=True)
             if int(reply[1]) == 1
         )

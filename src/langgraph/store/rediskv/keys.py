@@ -17,7 +17,8 @@ keys sharing the hash tag ``{S:N}``, so every per-namespace script runs on one s
 
 and one global key (another slot on a cluster):
 
-    S:store:ns  ZSET  every encoded namespace that may hold items, all scored 0, read with
+    S:store:ns  ZSET  every namespace that may hold items (its labels joined by NUL:
+                      index_member, ordered as the tuples are), all scored 0, read with
                       ZRANGEBYLEX for a prefix (never KEYS or SCAN)
 
 When the server has a vector search (FT.*: RediSearch, Redis 8's Query Engine, valkey-search)
@@ -70,13 +71,26 @@ def namespace_index_key(prefix: str) -> str:
     return f"{prefix}:store:ns"
 
 
+def index_member(namespace: tuple[str, ...]) -> str:
+    """A namespace as a member of the namespace index: its labels joined by NUL, which
+    LangGraph forbids in a label, so that the index's byte order is the order of the tuples
+    (a label sorts before its extensions: ``("a", "b")`` before ``("a-b",)``, where ``a.b``
+    would sort after ``a-b``): a listing reads its page of the index, not all of it."""
+    return "\x00".join(namespace)
+
+
+def index_namespace(member: str) -> tuple[str, ...]:
+    """The namespace of an index member (``""``: ``()``)."""
+    return tuple(member.split("\x00")) if member else ()
+
+
 def prefix_range(namespace_prefix: tuple[str, ...]) -> tuple[str, str]:
-    """ZRANGEBYLEX bounds covering the encodings of ``namespace_prefix`` and the namespaces
-    under it (``"a"`` and ``"a." ...``, not ``"ab"``): ``[a`` to ``(a/`` ('/' follows '.')."""
+    """ZRANGEBYLEX bounds of the index members of ``namespace_prefix`` and the namespaces
+    under it (``a`` and ``a NUL ...``, not ``ab``): ``[a`` to ``(a\x01``."""
     if not namespace_prefix:
         return "-", "+"
-    encoded = encode_namespace(namespace_prefix)
-    return f"[{encoded}", f"({encoded}/"
+    member = index_member(namespace_prefix)
+    return f"[{member}", f"({member}\x01"
 
 
 def vector_index_name(prefix: str) -> str:

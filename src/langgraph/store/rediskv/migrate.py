@@ -40,7 +40,7 @@ from langgraph.checkpoint.rediskv.settings import redact_url
 
 from . import RedisStore
 from .imports import micros, value_json
-from .keys import decode_namespace, namespace_index_key, namespace_keys, prefix_range
+from .keys import index_namespace, namespace_index_key, namespace_keys, prefix_range
 
 PAGE = 500  # items read from the source, and copied, at a time
 INDEX_STEP = 1000  # namespaces read from a rediskv source's index at a time
@@ -247,7 +247,7 @@ class RediskvSource(StoreSource):
         while True:
             names = client.zrangebylex(index, low, high, start=0, num=INDEX_STEP)
             for name in names:
-                yield decode_namespace(_text(name))
+                yield index_namespace(_text(name))
             if len(names) < INDEX_STEP:
                 return
             low = "(" + _text(names[-1])

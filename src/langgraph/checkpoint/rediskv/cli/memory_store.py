@@ -21,7 +21,7 @@ from langgraph.store.base import Item
 
 from langgraph.store.rediskv import RedisStore
 from langgraph.store.rediskv.keys import (
-    decode_namespace,
+    index_namespace,
     namespace_index_key,
     namespace_keys,
     prefix_range,
@@ -126,7 +126,7 @@ def cmd_store_namespaces(args: argparse.Namespace) -> int:
                 start=args.offset,
                 num=args.limit,
             )
-            rows = namespace_counts(store, [decode_namespace(_text(n)) for n in names])
+            rows = namespace_counts(store, [index_namespace(_text(n)) for n in names])
         else:
             # a namespace cut by max_depth is a prefix, not a namespace: no counts of its own
             found = store.list_namespaces(
@@ -235,7 +235,7 @@ def indexed_namespaces(store: RedisStore) -> Iterator[tuple[str, ...]]:
     while True:
         names = store.client.zrangebylex(index, low, "+", start=0, num=INDEX_STEP)
         for name in names:
-            yield decode_namespace(_text(name))
+            yield index_namespace(_text(name))
         if len(names) < INDEX_STEP:
             return
         low = "(" + _text(names[-1])
