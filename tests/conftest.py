@@ -408,9 +408,13 @@ class ClusterWithReplica:
         return any(r[0] == 0 and int(r[2][1]) == self.replica.port for r in ranges)
 
     def fail_over(self) -> None:
-        """Kill the first primary; return once its replica is promoted and every node left
-        names it (gossip takes a moment: a slot map read right after the promotion may still
-        name the dead node)."""
+        """Kill the first primary once its replica holds every write it acknowledged (WAIT:
+        on a loaded machine the replica may lag, and a test that reads them back after the
+        failover would fail on the lag, not on the saver); return once the replica is
+        promoted and every node left names it (gossip takes a moment: a slot map read right
+        after the promotion may still name the dead node)."""
+        with redis.Redis(port=self.cluster.nodes[0].port) as primary:
+            assert primary.execute_command("WAIT", 1, 10_000) == 1, "the replica lags"
         self.cluster.nodes[0].kill()
         wait_for(lambda: self.admin.execute_command("ROLE")[0] == b"master", "the failover")
         for node in self.cluster.nodes[1:]:
