@@ -62,6 +62,7 @@ def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]
     return [(tuple(i.namespace), i.key, i.value) for i in items]
 
 
+SEARCH_HEADS_FROM = core.SEARCH_HEADS_FROM
 SERVER: list[str] = []  # the suite's server (a state machine takes no fixture)
 STACK: list[str] = []  # a Redis Stack's, for ServerVectorDifferential
 
@@ -101,6 +102,7 @@ class Differential(RuleBasedStateMachine):
         return getattr(self.store, name)(*args, **kwargs)
 
     def teardown(self) -> None:
+        core.SEARCH_HEADS_FROM = SEARCH_HEADS_FROM
         if hasattr(self, "store"):
             if self.asynchronous:
                 self.loop.run_until_complete(self.store.aclose())
@@ -115,6 +117,12 @@ class Differential(RuleBasedStateMachine):
         self.model.put(namespace, key, value)
         self.call("put", namespace, key, value)
         self.last_put[(namespace, key)] = self.step
+
+    @rule(heads_from=st.sampled_from([0, 1, 2, SEARCH_HEADS_FROM]))
+    def search_heads_from(self, heads_from: int) -> None:
+        """How many namespaces a search pages at once before it reads their heads first
+        (core._search): 0, every search over a prefix takes the heads' path."""
+        core.SEARCH_HEADS_FROM = heads_from
 
     @rule(namespace=NAMESPACES, key=KEYS)
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
