@@ -107,9 +107,9 @@ class StoreSource:
     def count(self, namespace_prefix: tuple[str, ...]) -> int | None:
         return None
 
-    def shortfall(self, namespace_prefix: tuple[str, ...], distinct: int) -> str | None:
-        """Why the ``distinct`` items read may not be all the source holds, or None."""
-        held = self.count(namespace_prefix)
+    def shortfall(self, distinct: int, held: int | None) -> str | None:
+        """Why the ``distinct`` items read may not be all the source holds (``held``, what
+        :meth:`count` answered), or None."""
         if held is None or held == distinct:
             return None
         return f"read {distinct} distinct items, but the source holds {held}" + (
@@ -155,12 +155,12 @@ class OfficialRedisSource(SearchSource):
             return int(total)
         return int(reply[0])
 
-    def shortfall(self, namespace_prefix: tuple[str, ...], distinct: int) -> str | None:
+    def shortfall(self, distinct: int, held: int | None) -> str | None:
         """A search returns nothing past the server's MAXSEARCHRESULTS: reading that many
         means the rest (if any) went unread."""
         import redis
 
-        found = super().shortfall(namespace_prefix, distinct)
+        found = super().shortfall(distinct, held)
         if found is not None:
             return found if found.endswith("meanwhile") else f"{found}: its search stops short"
         try:
@@ -416,7 +416,7 @@ def migrate_store(
         )
     try:
         report.source_count = source.count(namespace_prefix)
-        short = source.shortfall(namespace_prefix, len(seen))
+        short = source.shortfall(len(seen), report.source_count)
     except Exception as exc:
         raise StoreSourceError(f"counting the items of {source.name}: {_first_line(exc)}") from exc
     if short is not None:
