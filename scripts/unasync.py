@@ -2,7 +2,8 @@
 """Write the sync transport from the async one (as httpcore does with unasync).
 
 Each source in ``PAIRS`` (``src/langgraph/checkpoint/rediskv/async_transport.py`` and any
-module the transport is split into) is written to its sync target next to it by plain text
+module the transport is split into) and in ``STORE_PAIRS`` (the store's, in
+``src/langgraph/store/rediskv``) is written to its sync target next to it by plain text
 replacements, in order. ``--check`` writes nothing and exits 1 when any generated file is not
 what its source makes now."""
 
@@ -17,12 +18,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "src/langgraph/checkpoint/rediskv"
+STORE = REPO / "src/langgraph/store/rediskv"
 # (async source, generated sync target), relative to PACKAGE
 PAIRS: list[tuple[str, str]] = [
     ("async_connection.py", "sync_connection.py"),
     ("async_cluster.py", "sync_cluster.py"),
     ("async_calls.py", "sync_calls.py"),
     ("async_transport.py", "sync_transport.py"),
+]
+# the store's (async source, generated sync target), relative to STORE
+STORE_PAIRS: list[tuple[str, str]] = [
+    ("async_cluster.py", "sync_cluster.py"),
 ]
 
 HEADER = (
@@ -33,6 +39,9 @@ HEADER = (
 
 # (pattern, replacement), applied in this order; patterns are regular expressions
 REPLACEMENTS: list[tuple[str, str]] = [
+    # lines only the async side has, from a line "# async only: from here" to one
+    # "# async only: to here" (before the rule below, which would take those two alone)
+    (r"^[ \t]*# async only: from here\n(?:.*\n)*?[ \t]*# async only: to here\n", ""),
     (r"^.*  # async only.*\n", ""),  # a line only the async side has
     # imports
     # (what a module does not use goes: the generated text passes through ruff's import fixes)
@@ -62,6 +71,7 @@ REPLACEMENTS: list[tuple[str, str]] = [
     (r"\bAsyncConnection\b", "SyncConnection"),
     (r"\bAsyncClusterRouting\b", "SyncClusterRouting"),
     (r"\bAsyncCalls\b", "SyncCalls"),
+    (r"\bAsyncClusterRounds\b", "ClusterRounds"),
     (r"\.async_(connection|cluster|calls)\b", r".sync_\1"),
     (r"\bacheck_policy_once\b", "check_policy_once"),
     # the coroutines themselves
@@ -81,9 +91,9 @@ REPLACEMENTS: list[tuple[str, str]] = [
     ),
     # the docstrings of the modules
     (
-        r'^"""The transport\'s (\w+( \w+)?), written once \(async; ``sync_\w+\.py`` is generated\n'
-        r"from it by ``scripts/unasync\.py``: edit this file and run the script\.\)",
-        r'"""The transport' "'" r"s \1, generated (sync) from its async source (see the header).",
+        r'^"""The (transport|store)\'s (\w+( \w+)?), written once \(async; ``sync_\w+\.py`` is '
+        r"generated\nfrom it by ``scripts/unasync\.py``: edit this file and run the script\.\)",
+        r'"""The \1' "'" r"s \2, generated (sync) from its async source (see the header).",
     ),
     (
         r'^"""The transport, written once: what drives the core\'s requests over an asyncio',
@@ -101,10 +111,10 @@ def ruff() -> str:
     return found
 
 
-def tidy(text: str, name: str) -> str:
+def tidy(text: str, name: str, package: Path | None = None) -> str:
     """The generated module with the imports it does not use removed and the rest sorted
     (ruff's fixes F401 and I001, then its formatter), as a hand-written one would be."""
-    target = str(PACKAGE / name)
+    target = str((PACKAGE if package is None else package) / name)
     fixed = subprocess.run(
         [
             ruff(),
@@ -142,11 +152,27 @@ def tidy(text: str, name: str) -> str:
     ).stdout
 
 
-def generate(source: str, name: str = "async_transport.py") -> str:
+def generate(source: str, name: str = "async_transport.py", package: Path | None = None) -> str:
+    """The sync module made from ``source``, the text of ``name`` in ``package`` (by
+    default the saver's, ``PACKAGE``)."""
     text = source
     for pattern, replacement in REPLACEMENTS:
         text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
-    return tidy(HEADER.format(source=name) + text, name.replace("async_", "sync_", 1))
+    return tidy(HEADER.format(source=name) + text, name.replace("async_", "sync_", 1), package)
+
+
+def pairs() -> list[tuple[Path, str, str]]:
+    """Every (package, async source, generated sync target): the saver's and the store's."""
+    return [(PACKAGE, *pair) for pair in PAIRS] + [(STORE, *pair) for pair in STORE_PAIRS]
+
+
+def shown_name(package: Path, name: str) -> str:
+    """How a message names a generated file: the saver's by its name, the store's by its path
+    in the repository (the saver has a ``sync_cluster.py`` too)."""
+    if package == PACKAGE:
+        return name
+    target = package / name
+    return str(target.relative_to(REPO) if target.is_relative_to(REPO) else target)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,18 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     stale = 0
-    for source_name, target_name in PAIRS:
-        source, target = PACKAGE / source_name, PACKAGE / target_name
-        wanted = generate(source.read_text(), source_name)
+    for package, source_name, target_name in pairs():
+        source, target = package / source_name, package / target_name
+        wanted = generate(source.read_text(), source_name, package)
         present = target.read_text() if target.exists() else None
         if present == wanted:
             continue
+        shown = shown_name(package, target_name)
         if args.check:
-            print(f"{target_name} is out of date: run python scripts/unasync.py", file=sys.stderr)
+            print(f"{shown} is out of date: run python scripts/unasync.py", file=sys.stderr)
             stale = 1
         else:
             target.write_text(wanted)
-            print(f"wrote {target_name}")
+            print(f"wrote {shown}")
     return stale
 
 

@@ -25,8 +25,8 @@ from redis.cluster import RedisCluster, key_slot
 from langgraph.checkpoint.rediskv import RedisUnavailableError
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore
 from langgraph.store.rediskv.base import STORE_SCRIPTS, store_script_sources
-from langgraph.store.rediskv.cluster import ClusterRounds
 from langgraph.store.rediskv.keys import namespace_index_key, namespace_keys
+from langgraph.store.rediskv.sync_cluster import ClusterRounds
 
 from ..conftest import (
     LocalCluster,

@@ -18,6 +18,7 @@ from langgraph.store.base import Item
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore
 from langgraph.store.rediskv.imports import micros
 from langgraph.store.rediskv.keys import namespace_keys
+from langgraph.store.rediskv.migrate import StoreSource, migrate_store
 
 from ..conftest import new_prefix
 from .test_store_vectors import KnownEmbeddings
@@ -190,3 +191,34 @@ async def test_async_import(server_url: str) -> None:
         assert await store.import_items(SOURCE) == ["copied"] * 4
         assert await store.import_items(SOURCE, dry_run=True) == ["present"] * 4
         assert facts(await store.asearch(("users",))) == facts(newest_first(SOURCE))
+
+
+class CountedSource(StoreSource):
+    """A source that says it holds ``held`` items and counts how often it is asked."""
+
+    def __init__(self, items: list[Item], held: int) -> None:
+        super().__init__("counted")
+        self.items, self.held, self.asked = items, held, 0
+
+    def pages(self, namespace_prefix: tuple[str, ...]) -> Iterator[list[Item]]:
+        yield self.items
+
+    def count(self, namespace_prefix: tuple[str, ...]) -> int | None:
+        self.asked += 1
+        return self.held
+
+
+@pytest.mark.parametrize(
+    ("held", "problems"),
+    [
+        (4, []),
+        (5, ["read 4 distinct items, but the source holds 5"]),
+        (3, ["read 4 distinct items, but the source holds 3: it changed meanwhile"]),
+    ],
+)
+def test_a_migration_asks_the_source_for_its_count_once(
+    store: RedisStore, held: int, problems: list[str]
+) -> None:
+    source = CountedSource(SOURCE, held)
+    report = migrate_store(source, store, dry_run=True)
+    assert (report.source_count, report.problems, source.asked) == (held, problems, 1)

@@ -25,10 +25,11 @@ from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 from langgraph.checkpoint.rediskv.sync import cluster_client
 
 from . import ft
+from .async_cluster import AsyncClusterRounds
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
-from .cluster import AsyncClusterRounds, ClusterRounds
 from .core import Call, Rounds, check_namespaces, errors_raised, run_batch, run_sweep
 from .imports import EmbedRequest, ImportBatch, import_steps
+from .sync_cluster import ClusterRounds
 from .vectors import aembed, embed, plan, vector_index
 
 __all__ = ["AsyncRedisStore", "RedisStore", "StoreItemLostError"]
@@ -179,7 +180,7 @@ class RedisStore(_Common):
             self._client.close()
 
     def _run(self, calls: list[Call]) -> list[Any]:
-        if self._cluster is not None:  # (a pipeline split by node: cluster.py)
+        if self._cluster is not None:  # (a pipeline split by node: sync_cluster.py)
             return self._cluster.run(calls)
         pipe = cast(redis.Redis, self._client).pipeline(transaction=False)
         for kind, name, keys, args in calls:
@@ -386,7 +387,7 @@ class AsyncRedisStore(_Common):
             await self._client.aclose()
 
     async def _run(self, calls: list[Call]) -> list[Any]:
-        if self._cluster is not None:  # (a pipeline split by node: cluster.py)
+        if self._cluster is not None:  # (a pipeline split by node: async_cluster.py)
             return await self._cluster.run(calls)
         pipe = cast(aredis.Redis, self._client).pipeline(transaction=False)
         for kind, name, keys, args in calls:

@@ -41,6 +41,7 @@ from .keys import (
     parse_vector_doc_key,
     prefix_range,
 )
+from .keys import text as _text  # (keys.text; the name the code below was written with)
 from .vectors import Embedding, item_scores, pack, vector_scores
 
 # A call: ("script", name, keys, args), ("command", name, args, ()), or ("attempt", name, args,
@@ -60,10 +61,6 @@ def errors_raised(calls: Sequence[Call], replies: Sequence[Any]) -> list[Any]:
 
 PAGE_MIN = 16
 PAGE_MAX = 512
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _moment(us: Any) -> datetime:

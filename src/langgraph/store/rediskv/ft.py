@@ -144,7 +144,17 @@ def search_ids(reply: Any) -> list[bytes] | None:
     RESP3 ``{"results": [{"id": ...}, ...], ...}``; None when it is not a whole answer: an
     error (the call's reply is the error: a LIMIT past MAXSEARCHRESULTS...), a warning (a
     query that timed out returns what it found so far: RESP3 says so), a result without an
-    id. The caller then searches on the client (never takes part of an answer for all)."""
+    id. The caller then searches on the client (never takes part of an answer for all).
+
+    A limit: over RESP2 a timeout shows only as an error. RediSearch's default policy,
+    ``ON_TIMEOUT RETURN``, sends RESP2 the ids found so far with nothing to tell them from a
+    whole answer (seen on Redis Stack 7.4, RediSearch 2.10: ``[0]``, ``[99, <99 ids>]`` for a
+    K=10,000 KNN; the total is the count sent), and FT.SEARCH takes no policy of its own
+    (``ON_TIMEOUT`` is a module setting: ``Unknown argument``). ``TIMEOUT 0`` (no limit) is
+    RediSearch's only, valkey-search takes 1 to 60,000 ms. So a store whose client speaks RESP2
+    needs the server's ``ON_TIMEOUT FAIL`` (the timeout is then an error: the client path
+    answers), or RESP3 (redis-py 8's default), or ``vector_search="client"``
+    (docs/store.md, Semantic search)."""
     if isinstance(reply, Exception):
         return None
     if isinstance(reply, dict):

@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.store.base import InvalidNamespaceError, Item, PutOp
 
 from .core import Call, StoreConfig, check_namespaces
-from .keys import index_member, namespace_index_key, namespace_keys, namespace_tags
+from .keys import index_member, namespace_index_key, namespace_keys, namespace_tags, text
 from .vectors import Embedding
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -56,10 +56,6 @@ def invalid_reason(item: Item) -> str | None:
     return None
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def import_plans(
     config: StoreConfig, items: Sequence[Item], *, recopy: bool = False
 ) -> Generator[list[Call], list[Any], list[str]]:
@@ -82,7 +78,7 @@ def import_plans(
     for item, reply in zip(items, replies, strict=True):
         if not reply or isinstance(reply[0], int):
             plans.append("copy")  # (part of it lost: the copy is written whole)
-        elif _text(reply[0]) == value_json(item.value) and int(_text(reply[1])) == micros(
+        elif text(reply[0]) == value_json(item.value) and int(text(reply[1])) == micros(
             item.created_at
         ):
             plans.append("present" if reply[3] else "present, no vectors")
@@ -128,7 +124,7 @@ def run_import(
         ]
         calls.append(("script", "store_import", namespace_keys(config.prefix, namespace), args))
     replies = yield calls
-    statuses = [_text(reply[0]) for reply in replies[1:]]
+    statuses = [text(reply[0]) for reply in replies[1:]]
     # a namespace that was empty before its copy: indexed once more (a sweep may have run)
     again = list(
         dict.fromkeys(

@@ -45,8 +45,15 @@ each namespace it reads (``store_alive``) and removes the empty ones.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 KEY_SUFFIXES = ("h", "m", "z", "x", "t", "v", "d")
+
+
+def text(value: Any) -> str:
+    """A reply's bytes (from a client without ``decode_responses``) or text as ``str``;
+    anything else (a number) as ``str(value)``."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def encode_namespace(namespace: tuple[str, ...]) -> str:

@@ -40,7 +40,7 @@ from langgraph.checkpoint.rediskv.settings import redact_url
 
 from . import RedisStore
 from .imports import micros, value_json
-from .keys import index_namespace, namespace_index_key, namespace_keys, prefix_range
+from .keys import index_namespace, namespace_index_key, namespace_keys, prefix_range, text
 
 PAGE = 500  # items read from the source, and copied, at a time
 INDEX_STEP = 1000  # namespaces read from a rediskv source's index at a time
@@ -107,9 +107,9 @@ class StoreSource:
     def count(self, namespace_prefix: tuple[str, ...]) -> int | None:
         return None
 
-    def shortfall(self, namespace_prefix: tuple[str, ...], distinct: int) -> str | None:
-        """Why the ``distinct`` items read may not be all the source holds, or None."""
-        held = self.count(namespace_prefix)
+    def shortfall(self, distinct: int, held: int | None) -> str | None:
+        """Why the ``distinct`` items read may not be all the source holds (``held``, what
+        :meth:`count` answered), or None."""
         if held is None or held == distinct:
             return None
         return f"read {distinct} distinct items, but the source holds {held}" + (
@@ -155,12 +155,12 @@ class OfficialRedisSource(SearchSource):
             return int(total)
         return int(reply[0])
 
-    def shortfall(self, namespace_prefix: tuple[str, ...], distinct: int) -> str | None:
+    def shortfall(self, distinct: int, held: int | None) -> str | None:
         """A search returns nothing past the server's MAXSEARCHRESULTS: reading that many
         means the rest (if any) went unread."""
         import redis
 
-        found = super().shortfall(namespace_prefix, distinct)
+        found = super().shortfall(distinct, held)
         if found is not None:
             return found if found.endswith("meanwhile") else f"{found}: its search stops short"
         try:
@@ -169,7 +169,7 @@ class OfficialRedisSource(SearchSource):
         except redis.ResponseError:
             return None  # (not allowed: the count above is the check)
         pairs = reply.items() if isinstance(reply, dict) else [tuple(p) for p in reply]
-        cap = next((int(v) for k, v in pairs if _text(k).upper() == "MAXSEARCHRESULTS"), None)
+        cap = next((int(v) for k, v in pairs if text(k).upper() == "MAXSEARCHRESULTS"), None)
         if cap is not None and distinct >= cap:
             return (
                 f"read {distinct} items, the source server's MAXSEARCHRESULTS: a search returns "
@@ -247,10 +247,10 @@ class RediskvSource(StoreSource):
         while True:
             names = client.zrangebylex(index, low, high, start=0, num=INDEX_STEP)
             for name in names:
-                yield index_namespace(_text(name))
+                yield index_namespace(text(name))
             if len(names) < INDEX_STEP:
                 return
-            low = "(" + _text(names[-1])
+            low = "(" + text(names[-1])
 
     def pages(self, namespace_prefix: tuple[str, ...]) -> Iterator[list[Item]]:
         client: Any = self.store.client
@@ -261,7 +261,7 @@ class RediskvSource(StoreSource):
                 entries = client.zrange(z, start, start + PAGE - 1, withscores=True)
                 start += PAGE
                 if entries:
-                    keys = [_text(k) for k, _ in entries]
+                    keys = [text(k) for k, _ in entries]
                     pipe = client.pipeline(transaction=False)
                     pipe.hmget(h, keys)
                     pipe.hmget(m, keys)
@@ -416,7 +416,7 @@ def migrate_store(
         )
     try:
         report.source_count = source.count(namespace_prefix)
-        short = source.shortfall(namespace_prefix, len(seen))
+        short = source.shortfall(len(seen), report.source_count)
     except Exception as exc:
         raise StoreSourceError(f"counting the items of {source.name}: {_first_line(exc)}") from exc
     if short is not None:
@@ -474,10 +474,6 @@ def _item(namespace: Any, key: str, value: Any, created: datetime, updated: date
     )
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _loads(value: Any) -> Any:
     import json
 
@@ -485,7 +481,7 @@ def _loads(value: Any) -> Any:
 
 
 def _moment(us: Any) -> datetime:
-    micro = int(float(_text(us)))
+    micro = int(float(text(us)))
     return datetime.fromtimestamp(micro // 1_000_000, tz=timezone.utc).replace(
         microsecond=micro % 1_000_000
     )

@@ -25,6 +25,7 @@ from langgraph.store.rediskv.keys import (
     namespace_index_key,
     namespace_keys,
     prefix_range,
+    text,
 )
 
 from ..base import UNAVAILABLE
@@ -67,10 +68,6 @@ def open_store(args: argparse.Namespace) -> Iterator[RedisStore]:
             raise CliError(f"lost the connection to Redis at {url}: {exc}") from None
     finally:
         store.close()
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _moment(score: Any) -> str | None:
@@ -126,7 +123,7 @@ def cmd_store_namespaces(args: argparse.Namespace) -> int:
                 start=args.offset,
                 num=args.limit,
             )
-            rows = namespace_counts(store, [index_namespace(_text(n)) for n in names])
+            rows = namespace_counts(store, [index_namespace(text(n)) for n in names])
         else:
             # a namespace cut by max_depth is a prefix, not a namespace: no counts of its own
             found = store.list_namespaces(
@@ -235,10 +232,10 @@ def indexed_namespaces(store: RedisStore) -> Iterator[tuple[str, ...]]:
     while True:
         names = store.client.zrangebylex(index, low, "+", start=0, num=INDEX_STEP)
         for name in names:
-            yield index_namespace(_text(name))
+            yield index_namespace(text(name))
         if len(names) < INDEX_STEP:
             return
-        low = "(" + _text(names[-1])
+        low = "(" + text(names[-1])
 
 
 def cmd_store_stats(args: argparse.Namespace) -> int:

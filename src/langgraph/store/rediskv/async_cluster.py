@@ -1,8 +1,7 @@
-# (redis-py's sync cluster client is untyped, as in the saver's sync_cluster.py)
-# mypy: disable-error-code="no-untyped-call"
-"""A round of the store's calls on a Redis Cluster, sync and async (the store's transports,
-``RedisStore`` and ``AsyncRedisStore``, hand a round here when their client is a cluster
-client).
+"""The store's cluster rounds, written once (async; ``sync_cluster.py`` is generated
+from it by ``scripts/unasync.py``: edit this file and run the script.)
+A round of the store's calls on a Redis Cluster (the store's transports, ``RedisStore`` and
+``AsyncRedisStore``, hand a round here when their client is a cluster client).
 
 A round is one redis-py cluster pipeline, which sends each node the calls of its slots in one
 pipeline of its own. A script goes as ``EVALSHA`` routed here to the node of its first key
@@ -26,8 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.cluster import RedisCluster
-from redis.commands.core import AsyncScript, Script
+from redis.commands.core import AsyncScript
 from redis.exceptions import ClusterError, NoScriptError, RedisClusterException, TryAgainError
 
 from langgraph.checkpoint.rediskv.base import (
@@ -41,7 +39,7 @@ from langgraph.checkpoint.rediskv.options import SLOT_MOVE_WAIT
 
 from .core import Call
 
-__all__ = ["AsyncClusterRounds", "ClusterRounds"]
+__all__ = ["AsyncClusterRounds"]
 
 
 def _slot_moving(call: Call, waited: float, exc: Exception) -> RedisUnavailableError:
@@ -58,91 +56,27 @@ def _retried(replies: Sequence[Any]) -> tuple[bool, bool]:
     return gone, any(isinstance(reply, NoScriptError) for reply in replies)
 
 
-class ClusterRounds:
-    """The rounds of a ``RedisStore`` whose client is a ``redis.cluster.RedisCluster``."""
-
-    def __init__(
-        self,
-        client: RedisCluster,
-        scripts: dict[str, Script],
-        slot_move_wait: float = SLOT_MOVE_WAIT,
-    ) -> None:
-        self.client = client
-        self.scripts = scripts
-        self.slot_move_wait = slot_move_wait
-        self.loaded: set[str] = set()  # the scripts loaded on every primary
-
-    def run(self, calls: Sequence[Call]) -> list[Any]:
-        """The replies of one round of calls, in their order."""
-        client = self.client
-        for name in {name for kind, name, _, _ in calls if kind == "script"} - self.loaded:
-            client.script_load(self.scripts[name].script)  # (on every primary)
-            self.loaded.add(name)
-        pipe = client.pipeline(transaction=False)
-        for kind, name, keys, args in calls:
-            node = client.get_node_from_key(keys[0])
-            if kind == "script":
-                sha = self.scripts[name].sha
-                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)
-            else:
-                pipe.execute_command(name, *keys, target_nodes=node)
-        try:
-            replies = pipe.execute(raise_on_error=False)
-        except UNAVAILABLE as exc:
-            replies = [exc] * len(calls)
-        gone, lost = _retried(replies)
-        if gone:  # (a primary failed over: redis-py's pipeline may still name the dead one)
-            client.nodes_manager.initialize()
-        if lost:
-            self.loaded.clear()
-        out = []
-        for call, reply in zip(calls, replies, strict=True):
-            if isinstance(reply, (*RUN_ALONE, *UNAVAILABLE)):
-                reply = self.alone(call)
-            elif isinstance(reply, Exception):
-                raise reply
-            out.append(reply)
-        return out
-
-    def alone(self, call: Call) -> Any:
-        """One call on its own, waiting while its slot moves (the server refuses it,
-        having run nothing, until the move ends)."""
-        kind, name, keys, args = call
-        backoff = retry_backoff()
-        started = time.monotonic()
-        for failures in itertools.count(1):
-            try:
-                if kind == "script":  # (a NOSCRIPT loads it again, on every primary)
-                    return self.scripts[name](keys=list(keys), args=list(args))
-                return self.client.execute_command(name, *keys)
-            except (TryAgainError, ClusterError) as exc:
-                waited = time.monotonic() - started
-                if waited >= self.slot_move_wait:
-                    raise _slot_moving(call, waited, exc) from exc
-                time.sleep(min(backoff.compute(failures), self.slot_move_wait - waited))
-        raise AssertionError("unreachable")
-
-
 class AsyncClusterRounds:
-    """The rounds of an ``AsyncRedisStore`` whose client is a
-    ``redis.asyncio.cluster.RedisCluster`` (as :class:`ClusterRounds`)."""
+    """The rounds of a store whose client is a ``redis.asyncio.cluster.RedisCluster``."""
 
     def __init__(
         self,
         client: AsyncRedisCluster,
         scripts: dict[str, AsyncScript],
-        url: str,
+        url: str,  # async only
         slot_move_wait: float = SLOT_MOVE_WAIT,
     ) -> None:
         self.client = client
-        self.url = url  # (named in the error of a server that is no cluster)
+        self.url = url  # async only (named in the error of a server that is no cluster)
         self.scripts = scripts
         self.slot_move_wait = slot_move_wait
-        self.loaded: set[str] = set()
-        self.ready = False
+        self.loaded: set[str] = set()  # the scripts loaded on every primary
+        self.ready = False  # async only
 
     async def run(self, calls: Sequence[Call]) -> list[Any]:
+        """The replies of one round of calls, in their order."""
         client = self.client
+        # async only: from here
         if not self.ready:
             # the slot map first: get_node_from_key reads it, and a fresh async cluster
             # client that many tasks use at once breaks its own connections (redis-py 8.1)
@@ -154,6 +88,7 @@ class AsyncClusterRounds:
                     raise
                 raise failure from exc
             self.ready = True
+        # async only: to here
         for name in {name for kind, name, _, _ in calls if kind == "script"} - self.loaded:
             await client.script_load(self.scripts[name].script)  # (on every primary)
             self.loaded.add(name)
@@ -170,7 +105,7 @@ class AsyncClusterRounds:
         except UNAVAILABLE as exc:
             replies = [exc] * len(calls)
         gone, lost = _retried(replies)
-        if gone:
+        if gone:  # (a primary failed over: redis-py's pipeline may still name the dead one)
             await client.nodes_manager.initialize()
         if lost:
             self.loaded.clear()
@@ -184,12 +119,14 @@ class AsyncClusterRounds:
         return out
 
     async def alone(self, call: Call) -> Any:
+        """One call on its own, waiting while its slot moves (the server refuses it,
+        having run nothing, until the move ends)."""
         kind, name, keys, args = call
         backoff = retry_backoff()
         started = time.monotonic()
         for failures in itertools.count(1):
             try:
-                if kind == "script":
+                if kind == "script":  # (a NOSCRIPT loads it again, on every primary)
                     return await self.scripts[name](keys=list(keys), args=list(args))
                 return await self.client.execute_command(name, *keys)
             except (TryAgainError, ClusterError) as exc:
