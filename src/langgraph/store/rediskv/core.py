@@ -40,8 +40,8 @@ from .keys import (
     namespace_tags,
     parse_vector_doc_key,
     prefix_range,
+    text,
 )
-from .keys import text as _text  # (keys.text; the name the code below was written with)
 from .vectors import Embedding, item_scores, pack, vector_scores
 
 # A call: ("script", name, keys, args), ("command", name, args, ()), or ("attempt", name, args,
@@ -64,7 +64,7 @@ PAGE_MAX = 512
 
 
 def _moment(us: Any) -> datetime:
-    return datetime.fromtimestamp(int(float(_text(us))) / 1_000_000, tz=timezone.utc)
+    return datetime.fromtimestamp(int(float(text(us))) / 1_000_000, tz=timezone.utc)
 
 
 # The filter semantics of InMemoryStore (langgraph.store.memory), kept here as it defines them.
@@ -204,7 +204,7 @@ _PART_KEY = {"value": 0, "created_at": 1, "updated_at": 2}
 
 
 def _lost(config: StoreConfig, namespace: tuple[str, ...], key: str, what: Any) -> Exception:
-    part = _text(what)
+    part = text(what)
     redis_key = namespace_keys(config.prefix, namespace)[_PART_KEY[part]]
     return StoreItemLostError(namespace, key, part, redis_key)
 
@@ -285,11 +285,11 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
                 )
             elif kind == "search":
                 assert isinstance(op, SearchOp)
-                found = [index_namespace(_text(m)) for m in reply]
+                found = [index_namespace(text(m)) for m in reply]
                 searches.append((i, op, [n for n in found if under(n, op.namespace_prefix)]))
             else:
                 assert isinstance(op, ListNamespacesOp)
-                listings.append((i, op, [index_namespace(_text(m)) for m in reply]))
+                listings.append((i, op, [index_namespace(text(m)) for m in reply]))
         for i, sop, namespaces in searches:
             query = embedding.queries.get(sop.query) if sop.query else None
             if query and config.dims is not None and config.server_search:
@@ -372,7 +372,7 @@ def _advance(config: StoreConfig, cursor: _Cursor, reply: Any, page: int) -> lis
     item that lost a key raises."""
     read = int(reply[0])
     if read < 0:
-        raise _lost(config, cursor.namespace, _text(reply[1]), reply[2])
+        raise _lost(config, cursor.namespace, text(reply[1]), reply[2])
     if read:
         cursor.score, cursor.member = reply[1], reply[2]
     if read < page:
@@ -436,7 +436,7 @@ def _search(
                     c.buffer.append(
                         SearchItem(
                             namespace=c.namespace,
-                            key=_text(body[j]),
+                            key=text(body[j]),
                             value=value,
                             created_at=_moment(body[j + 2]),
                             updated_at=_moment(body[j + 3]),
@@ -527,7 +527,7 @@ def _vector_search(
                     value = json.loads(value)
                     if not all(compare_values(value.get(k), v) for k, v in op.filter.items()):
                         continue
-                updated = int(float(_text(body[j + 3])))
+                updated = int(float(text(body[j + 3])))
                 found.append((c.namespace, body[j], value, body[j + 2], updated))
                 blobs.append(body[j + 4])
         per_round = min(4 * per_round, per_round * VECTOR_ROUND_BYTES // max(held, 1)) or 1
@@ -548,7 +548,7 @@ def _vector_search(
         out.append(
             SearchItem(
                 namespace=namespace,
-                key=_text(key),
+                key=text(key),
                 value=json.loads(value) if isinstance(value, (bytes, str)) else value,
                 created_at=_moment(created),
                 updated_at=_moment(updated),
@@ -604,7 +604,7 @@ def _scored(
             value = None
     (cosines,) = vector_scores(query, [reply[3]], config.dims)
     score = max(cosines) if cosines else None
-    return (namespace, key, value, reply[1], int(float(_text(reply[2]))), score, cosines)
+    return (namespace, key, value, reply[1], int(float(text(reply[2]))), score, cosines)
 
 
 def _server_vector_search(
@@ -772,10 +772,10 @@ def run_sweep(
     low = "-" if not after else f"({after}"
     index = namespace_index_key(config.prefix)
     (names,) = yield [("command", "ZRANGEBYLEX", [index, low, "+", "LIMIT", 0, count], ())]
-    namespaces = [index_namespace(_text(m)) for m in names]
+    namespaces = [index_namespace(text(m)) for m in names]
     now = "" if config.clock is None else str(config.clock())
     _, purged = yield from _alive(config, namespaces, now)
-    return purged, _text(names[-1]) if len(names) == count else ""
+    return purged, text(names[-1]) if len(names) == count else ""
 
 
 def listing_step(op: ListNamespacesOp) -> int | None:
@@ -818,7 +818,7 @@ def _list_namespaces(
             (names,) = yield [
                 ("command", "ZRANGEBYLEX", [index, after, high, "LIMIT", 0, step], ())
             ]
-            page = [index_namespace(_text(m)) for m in names]
+            page = [index_namespace(text(m)) for m in names]
     namespaces, _ = yield from _alive(config, namespaces, now)
     if op.match_conditions:
         namespaces = [n for n in namespaces if all(does_match(c, n) for c in op.match_conditions)]
@@ -868,5 +868,5 @@ def _list_cut_namespaces(
             else f"({index_member(page[-1])}"
         )
         (names,) = yield [("command", "ZRANGEBYLEX", [index, after, high, "LIMIT", 0, step], ())]
-        page = [index_namespace(_text(m)) for m in names]
+        page = [index_namespace(text(m)) for m in names]
     return found[op.offset : need]
