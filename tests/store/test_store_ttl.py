@@ -12,7 +12,7 @@ import pytest
 import redis
 from langgraph.config import get_store
 from langgraph.graph import START, StateGraph
-from langgraph.store.base import TTLConfig
+from langgraph.store.base import PutOp, TTLConfig
 from typing_extensions import TypedDict
 
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
@@ -248,3 +248,22 @@ async def test_the_async_ttl_sweeper(server_url: str, clock: Clock, client: redi
             await asyncio.sleep(0.02)
         assert client.keys(f"{store.config.prefix}:*") == []
         assert await store.stop_ttl_sweeper(timeout=5) and task.done()
+
+
+async def test_the_async_sweeper_stops_when_its_cancel_lands_in_a_read(
+    server_url: str, client: redis.Redis
+) -> None:
+    """redis-py may raise the cancel of a task waiting on a reply as a ConnectionError (it
+    closes the connection): the sweeper took it for a failed sweep, logged it and swept on,
+    and stop_ttl_sweeper returned False (half of 40 stops, before the fix)."""
+    async with AsyncRedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
+        # 3,000 namespaces: a sweep takes long enough for a stop to land in it
+        await store.abatch([PutOp(("n", str(i)), "k", {"v": 1}) for i in range(3000)])
+        stopped = []
+        for trial in range(40):
+            task = await store.start_ttl_sweeper(sweep_interval_minutes=0.00001)
+            await asyncio.sleep(0.003 * (trial % 7 + 1))
+            stopped.append(await store.stop_ttl_sweeper(timeout=2) and task.done())
+            task.cancel()
+        assert stopped == [True] * 40
+        assert await store.aget(("n", "7"), "k") is not None  # (the store works on)

@@ -360,6 +360,7 @@ class AsyncRedisStore(_Common):
         except RuntimeError:
             self._loop = None
         self._sweeper_task: asyncio.Task[None] | None = None
+        self._sweeper_stop = asyncio.Event()  # set when stop_ttl_sweeper stops the task
 
     @classmethod
     @asynccontextmanager
@@ -472,9 +473,10 @@ class AsyncRedisStore(_Common):
         if self._sweeper_task is not None and not self._sweeper_task.done():
             return self._sweeper_task
         period = self._sweep_interval(sweep_interval_minutes)
+        stop = asyncio.Event()
 
         async def sweep() -> None:
-            while True:
+            while not stop.is_set():
                 await asyncio.sleep(period)
                 try:
                     while True:
@@ -482,9 +484,14 @@ class AsyncRedisStore(_Common):
                         if not self._sweep_after:
                             break
                 except Exception:
+                    if stop.is_set():
+                        # the cancel of stop_ttl_sweeper, which redis-py may raise as a
+                        # ConnectionError when it lands in a read (the connection is closed)
+                        return
                     logger.warning("the store's TTL sweep failed", exc_info=True)
 
         self._sweeper_task = asyncio.create_task(sweep())
+        self._sweeper_stop = stop
         return self._sweeper_task
 
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
@@ -492,6 +499,7 @@ class AsyncRedisStore(_Common):
         task, self._sweeper_task = self._sweeper_task, None
         if task is None or task.done():
             return True
+        self._sweeper_stop.set()
         task.cancel()
         done, _ = await asyncio.wait([task], timeout=timeout)
         return bool(done)
