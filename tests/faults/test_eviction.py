@@ -145,6 +145,31 @@ def read_all(
     return outcome
 
 
+class EvictionLog:
+    """Every key the server evicts, by its keyspace event, until stop(), which turns the
+    server's limit off and returns them."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.keys: list[str] = []
+        client.config_set("notify-keyspace-events", "Ee")
+        self.pubsub = client.pubsub()
+        self.pubsub.subscribe(
+            **{"__keyevent@0__:evicted": lambda m: self.keys.append(m["data"].decode())}
+        )
+        self.listener = self.pubsub.run_in_thread(sleep_time=0.01, daemon=True)
+
+    def stop(self) -> list[str]:
+        count = self.client.info("stats")["evicted_keys"]
+        deadline = time.monotonic() + 10
+        while len(self.keys) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.listener.stop()
+        assert len(self.keys) == count
+        self.client.config_set("maxmemory", "0")
+        return self.keys
+
+
 def count_fall_backs(
     url: str, saver: RedisSaver, written: dict[str, list[str]], outcome: dict[str, str]
 ) -> int:
@@ -183,22 +208,10 @@ def test_an_evicting_server_never_makes_a_thread_silently_empty(
         client = redis.Redis.from_url(server.url)
         with RedisSaver(server.url, prefix="ev", ttl=TTL) as saver:
             restarted: set[str] = set()
-            # every key evicted, by its keyspace event
-            client.config_set("notify-keyspace-events", "Ee")
-            evicted: list[str] = []
-            pubsub = client.pubsub()
-            pubsub.subscribe(
-                **{"__keyevent@0__:evicted": lambda m: evicted.append(m["data"].decode())}
-            )
-            listener = pubsub.run_in_thread(sleep_time=0.01, daemon=True)
+            log = EvictionLog(client)
             written = run_chats(saver, restarted)
-            count = client.info("stats")["evicted_keys"]
-            deadline = time.monotonic() + 10
-            while len(evicted) < count and time.monotonic() < deadline:
-                time.sleep(0.05)
-            listener.stop()
-            assert len(evicted) == count > 0
-            client.config_set("maxmemory", "0")  # what follows reads, deletes and checks
+            evicted = log.stop()  # (what follows reads, deletes and checks)
+            assert evicted
             outcome = read_all(saver, client, written)
             kinds = ("exact", "holes", "older", "lost", "gone", "empty")
             counts = {o: list(outcome.values()).count(o) for o in kinds}
