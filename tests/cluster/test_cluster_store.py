@@ -187,6 +187,28 @@ async def test_the_async_store_answers_a_batch_over_every_node_in_op_order(
         assert len(await store.alist_namespaces(prefix=("users",))) == 12
 
 
+@pytest.mark.parametrize("own_client", [False, True])
+async def test_the_async_store_on_a_cluster_waits_for_a_connection_past_its_pool(
+    cluster_url: str, own_client: bool
+) -> None:
+    """redis-py's async cluster client raises MaxConnectionsError past a node's pool (its
+    standalone one waits, with a blocking pool): the store's concurrent calls wait at a
+    gate of the pool's size instead (200 at once: all failed past the 64th, before)."""
+    own = AsyncRedisCluster.from_url(cluster_url, max_connections=4) if own_client else None
+    size = 4 if own_client else 64
+    try:
+        async with AsyncRedisStore.from_conn_string(
+            cluster_url, client=own, cluster=own is None, prefix=new_prefix()
+        ) as store:
+            await store.abatch([PutOp(n, "k", {"i": i}) for i, n in enumerate(USERS)])
+            calls = [store.aget(USERS[i % len(USERS)], "k") for i in range(size * 3)]
+            got = await asyncio.gather(*calls)
+            assert [item.value["i"] for item in got] == [i % len(USERS) for i in range(size * 3)]
+    finally:
+        if own is not None:
+            await own.aclose()
+
+
 def test_search_and_list_namespaces_across_slots(cluster_url: str, client: RedisCluster) -> None:
     namespaces = [
         ("docs",),

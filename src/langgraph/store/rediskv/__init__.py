@@ -315,6 +315,12 @@ class RedisStore(_Common):
         return await asyncio.to_thread(self.batch, list(ops))
 
 
+def cluster_pool_size(client: AsyncRedisCluster) -> int:
+    """The connections the cluster client may open to a node (redis-py's default 100)."""
+    manager = getattr(client, "nodes_manager", None)
+    return int(getattr(manager, "connection_kwargs", {}).get("max_connections") or 100)
+
+
 def _async_client(url: str) -> aredis.Redis:
     """The async store's own client: a blocking pool, as the saver's, so that concurrent
     calls past its 100 connections wait for one (redis-py's default pool raises
@@ -351,6 +357,13 @@ class AsyncRedisStore(_Common):
             AsyncClusterRounds(self._client, self._scripts, default_url(url))
             if isinstance(self._client, AsyncRedisCluster)
             else None
+        )
+        # redis-py's async cluster client raises MaxConnectionsError past a node's pool
+        # (where a blocking pool waits): concurrent rounds wait at a gate of its size
+        self._cluster_gate = (
+            None
+            if self._cluster is None
+            else asyncio.Semaphore(cluster_pool_size(cast(AsyncRedisCluster, self._client)))
         )
         # the event loop the store runs on, for sync calls from other threads (a sync node or
         # tool of an async graph runs in an executor thread): the one it is made on (the
@@ -389,7 +402,9 @@ class AsyncRedisStore(_Common):
 
     async def _run(self, calls: list[Call]) -> list[Any]:
         if self._cluster is not None:  # (a pipeline split by node: async_cluster.py)
-            return await self._cluster.run(calls)
+            assert self._cluster_gate is not None
+            async with self._cluster_gate:
+                return await self._cluster.run(calls)
         pipe = cast(aredis.Redis, self._client).pipeline(transaction=False)
         for kind, name, keys, args in calls:
             if kind == "script":
