@@ -403,8 +403,8 @@ def _search(
     page = max(PAGE_MIN, min(PAGE_MAX, need if not op.filter else need * 4))
     refresh = "1" if op.refresh_ttl else "0"
     cursors: list[_Cursor] = []
-    # (head, namespace), newest head first: the namespaces not paged yet
-    waiting: deque[tuple[datetime, tuple[str, ...]]] = deque()
+    # (head, cursor), newest head first: the namespaces not paged yet
+    waiting: deque[tuple[datetime, _Cursor]] = deque()
     if len(namespaces) <= SEARCH_HEADS_FROM:
         cursors = [_Cursor(n) for n in namespaces]
     else:
@@ -417,7 +417,7 @@ def _search(
             )
             for n in namespaces
         ]
-        heads = [(_head(r), n) for n, r in zip(namespaces, replies, strict=True) if r]
+        heads = [_head(n, r) for n, r in zip(namespaces, replies, strict=True) if r]
         waiting.extend(sorted(heads, key=lambda h: h[0], reverse=True))
     batch = need
     matched: list[SearchItem] = []
@@ -453,8 +453,7 @@ def _search(
         )
         if waiting and (best is None or waiting[0][0] >= best.buffer[0].updated_at):
             # a namespace not paged yet may hold an item before the best one read
-            opened = [waiting.popleft()[1] for _ in range(min(batch, len(waiting)))]
-            cursors += [_Cursor(n) for n in opened]
+            cursors += [waiting.popleft()[1] for _ in range(min(batch, len(waiting)))]
             batch *= 2
             continue
         if best is None:
@@ -467,11 +466,14 @@ def _search(
 _INDEX = KEY_SUFFIXES.index("z")
 
 
-def _head(reply: Any) -> datetime:
-    """The updated_at of a namespace's newest entry, from ZREVRANGE 0 0 WITHSCORES (a flat
-    [member, score] over RESP2, [[member, score]] over RESP3)."""
-    entry = reply[0]
-    return _moment(entry[1] if isinstance(entry, (list, tuple)) else reply[1])
+def _head(namespace: tuple[str, ...], reply: Any) -> tuple[datetime, _Cursor]:
+    """A namespace's newest entry, from ZREVRANGE 0 0 WITHSCORES (a flat [member, score] over
+    RESP2, [[member, score]] over RESP3): its updated_at, and the namespace's cursor bounded
+    at it (the first page starts at the head itself: its member and a NUL byte sorts right
+    after it), so that what a put adds after the heads were read is not merged late."""
+    member, score = reply[0] if isinstance(reply[0], (list, tuple)) else reply[:2]
+    after = member + (b"\x00" if isinstance(member, bytes) else "\x00")
+    return _moment(score), _Cursor(namespace, score=score, member=after)
 
 
 # A query search's reply per round stays near this many bytes of values and vectors: a page
@@ -784,7 +786,7 @@ def listing_step(op: ListNamespacesOp) -> int | None:
     holds the answer in order: index_member; with a max_depth, in the order of the cut
     namespaces); else None (it reads every namespace under its prefix)."""
     conditions = op.match_conditions or ()
-    if len(conditions) > 1:
+    if len(conditions) > 1 or (op.max_depth is not None and op.max_depth < 1):
         return None
     if conditions and (conditions[0].match_type != "prefix" or "*" in conditions[0].path):
         return None
@@ -801,7 +803,7 @@ def _list_namespaces(
     that can stop at its page (listing_step) reads the index a step at a time until it has
     ``offset + limit`` live namespaces; else every namespace under its prefix."""
     step = listing_step(op)
-    if step is not None and op.max_depth is not None:
+    if step is not None and op.max_depth is not None:  # (listing_step: max_depth >= 1)
         return (yield from _list_cut_namespaces(config, op, namespaces, now, step, op.max_depth))
     if step is not None:
         need = op.offset + op.limit
@@ -861,10 +863,12 @@ def _list_cut_namespaces(
         if len(found) >= need or len(page) < step:
             break
         cut = page[-1][:depth]
-        # past the cut's namespaces when it was found, else on after the last one read
+        # past the cut's namespaces when it was found (a namespace shorter than the depth is
+        # its own cut: the longer ones under it are cuts of their own), else on after the
+        # last one read
         after = (
             f"[{index_member(cut)}\x01"
-            if found and found[-1] == cut
+            if found and found[-1] == cut and len(cut) == depth
             else f"({index_member(page[-1])}"
         )
         (names,) = yield [("command", "ZRANGEBYLEX", [index, after, high, "LIMIT", 0, step], ())]
