@@ -63,6 +63,7 @@ def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]
 
 
 SEARCH_HEADS_FROM = core.SEARCH_HEADS_FROM
+LISTING_STEP_MIN = core.LISTING_STEP_MIN
 SERVER: list[str] = []  # the suite's server (a state machine takes no fixture)
 STACK: list[str] = []  # a Redis Stack's, for ServerVectorDifferential
 
@@ -103,6 +104,7 @@ class Differential(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         core.SEARCH_HEADS_FROM = SEARCH_HEADS_FROM
+        core.LISTING_STEP_MIN = LISTING_STEP_MIN
         if hasattr(self, "store"):
             if self.asynchronous:
                 self.loop.run_until_complete(self.store.aclose())
@@ -118,11 +120,17 @@ class Differential(RuleBasedStateMachine):
         self.call("put", namespace, key, value)
         self.last_put[(namespace, key)] = self.step
 
-    @rule(heads_from=st.sampled_from([0, 1, 2, SEARCH_HEADS_FROM]))
-    def search_heads_from(self, heads_from: int) -> None:
+    @rule(
+        heads_from=st.sampled_from([0, 1, 2, SEARCH_HEADS_FROM]),
+        listing_step=st.sampled_from([1, 2, 3, LISTING_STEP_MIN]),
+    )
+    def step_sizes(self, heads_from: int, listing_step: int) -> None:
         """How many namespaces a search pages at once before it reads their heads first
-        (core._search): 0, every search over a prefix takes the heads' path."""
+        (core._search: 0, every search over a prefix takes the heads' path), and the least
+        step of a listing through the index (core.listing_step: small ones end steps at
+        every namespace)."""
         core.SEARCH_HEADS_FROM = heads_from
+        core.LISTING_STEP_MIN = listing_step
 
     @rule(namespace=NAMESPACES, key=KEYS)
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
