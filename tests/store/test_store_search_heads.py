@@ -29,13 +29,13 @@ def store(server_url: str) -> Iterator[RedisStore]:
 def paged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many namespaces each page round of the store's searches reads."""
     sizes: list[int] = []
-    real = core._page_calls
+    real = core.page_calls
 
     def spy(config: Any, cursors: Any, *args: Any, **kwargs: Any) -> Any:
         sizes.append(len(cursors))
         return real(config, cursors, *args, **kwargs)
 
-    monkeypatch.setattr(core, "_page_calls", spy)
+    monkeypatch.setattr(core, "page_calls", spy)
     return sizes
 
 

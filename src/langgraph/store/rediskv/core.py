@@ -8,28 +8,23 @@ import heapq
 import json
 import math
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Generator, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import (
     GetOp,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
-    TTLConfig,
 )
 
-from langgraph.checkpoint.rediskv.errors import StoreItemLostError
-
 from . import ft
+from .filters import compare_values
 from .keys import (
     KEY_SUFFIXES,
     encode_namespace,
@@ -42,171 +37,10 @@ from .keys import (
     prefix_range,
     text,
 )
+from .namespaces import does_match, literal_prefix, under
+from .paging import Cursor, advance, page_calls, page_size
+from .rounds import Call, Rounds, StoreConfig, item_lost, moment
 from .vectors import Embedding, item_scores, pack, vector_scores
-
-# A call: ("script", name, keys, args), ("command", name, args, ()), or ("attempt", name, args,
-# ()): a command whose error is its reply (errors_raised)
-Call = tuple[str, str, Sequence[Any], Sequence[Any]]
-Rounds = Generator[list[Call], list[Any], list[Result]]
-
-
-def errors_raised(calls: Sequence[Call], replies: Sequence[Any]) -> list[Any]:
-    """A round's replies, its first error raised, but for an "attempt" call's, which is its
-    reply (the drivers run a round with ``raise_on_error=False``)."""
-    for call, reply in zip(calls, replies, strict=True):
-        if isinstance(reply, Exception) and call[0] != "attempt":
-            raise reply
-    return list(replies)
-
-
-PAGE_MIN = 16
-PAGE_MAX = 512
-
-
-def _moment(us: Any) -> datetime:
-    return datetime.fromtimestamp(int(float(text(us))) / 1_000_000, tz=timezone.utc)
-
-
-# The filter semantics of InMemoryStore (langgraph.store.memory), kept here as it defines them.
-def compare_values(item_value: Any, filter_value: Any) -> bool:
-    """Whether ``item_value`` matches ``filter_value`` (nested equality, $-operators)."""
-    if isinstance(filter_value, dict):
-        if any(k.startswith("$") for k in filter_value):
-            return all(apply_operator(item_value, k, v) for k, v in filter_value.items())
-        if not isinstance(item_value, dict):
-            return False
-        return all(compare_values(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, (list, tuple)):
-        return (
-            isinstance(item_value, (list, tuple))
-            and len(item_value) == len(filter_value)
-            and all(compare_values(i, f) for i, f in zip(item_value, filter_value, strict=False))
-        )
-    return bool(item_value == filter_value)
-
-
-def apply_operator(value: Any, operator: str, op_value: Any) -> bool:
-    """One comparison operator, as InMemoryStore applies it."""
-    if operator == "$eq":
-        return bool(value == op_value)
-    if operator == "$gt":
-        return float(value) > float(op_value)
-    if operator == "$gte":
-        return float(value) >= float(op_value)
-    if operator == "$lt":
-        return float(value) < float(op_value)
-    if operator == "$lte":
-        return float(value) <= float(op_value)
-    if operator == "$ne":
-        return bool(value != op_value)
-    raise ValueError(f"Unsupported operator: {operator}")
-
-
-def check_namespaces(ops: Sequence[Op]) -> None:
-    """Refuse an op whose namespace labels BaseStore's methods refuse (not a string, empty, a
-    period, a NUL byte), before anything is embedded or sent: ``batch`` takes ops that did not
-    go through those methods, and here the label ``"a.b"`` would be the namespace ``("a", "b")``
-    (keys.py). As ``PostgresStore`` does, with BaseStore's messages."""
-    for op in ops:
-        if isinstance(op, (GetOp, PutOp)):
-            paths = [op.namespace]
-        elif isinstance(op, SearchOp):
-            paths = [op.namespace_prefix]
-        elif isinstance(op, ListNamespacesOp):
-            paths = [c.path for c in op.match_conditions or ()]
-        else:
-            continue
-        for namespace in paths:
-            for label in namespace:
-                if not isinstance(label, str):
-                    raise InvalidNamespaceError(
-                        f"Invalid namespace label '{label}' found in {namespace}. Namespace "
-                        f"labels must be strings, but got {type(label).__name__}."
-                    )
-                if "." in label:
-                    raise InvalidNamespaceError(
-                        f"Invalid namespace label '{label}' found in {namespace}. Namespace "
-                        "labels cannot contain periods ('.')."
-                    )
-                if "\x00" in label:
-                    raise InvalidNamespaceError(
-                        f"Invalid namespace label '{label}' found in {namespace}. Namespace "
-                        "labels cannot contain NUL bytes ('\\x00')."
-                    )
-                if not label:
-                    raise InvalidNamespaceError(
-                        f"Namespace labels cannot be empty strings. Got {label} in {namespace}"
-                    )
-
-
-def does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    """A list_namespaces prefix or suffix condition ('*' matches any label)."""
-    path = condition.path
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise ValueError(f"Unsupported match type: {condition.match_type}")
-    return all(p == "*" or k == p for k, p in pairs)
-
-
-def literal_prefix(conditions: Sequence[MatchCondition] | None) -> tuple[str, ...]:
-    """The labels before the first wildcard of the prefix condition (the index range read)."""
-    for condition in conditions or ():
-        if condition.match_type == "prefix":
-            labels: list[str] = []
-            for label in condition.path:
-                if label == "*":
-                    break
-                labels.append(label)
-            return tuple(labels)
-    return ()
-
-
-def under(namespace: tuple[str, ...], namespace_prefix: tuple[str, ...]) -> bool:
-    """(A list as the prefix, as PostgresStore takes it, is the same tuple.)"""
-    return namespace[: len(namespace_prefix)] == tuple(namespace_prefix)
-
-
-@dataclass
-class _Cursor:
-    """One namespace's position in a search: the (updated_at, key) of the last index entry
-    read (the next page starts after it), items read and not yet merged."""
-
-    namespace: tuple[str, ...]
-    score: Any = ""
-    member: Any = ""
-    done: bool = False
-    buffer: list[SearchItem] = field(default_factory=list)
-
-
-@dataclass
-class StoreConfig:
-    """``clock``: None (production) has the scripts read the server's clock, which every
-    client shares; a test sets a virtual one (ms since the epoch), which then stamps the
-    puts too (updated_at µs = ms * 1000)."""
-
-    prefix: str
-    ttl: TTLConfig | None = None
-    clock: Callable[[], int] | None = None
-    # the vectors' dimensions when the store has an index (semantic search), else None
-    dims: int | None = None
-    # whether the store uses the server's vector search (its FT index exists: the puts write
-    # the vectors' documents, a query search asks the index); set by the store's start-up
-    server_search: bool = False
-
-
-# what each part of an item lives in (a StoreItemLostError names the key), by namespace_keys
-_PART_KEY = {"value": 0, "created_at": 1, "updated_at": 2}
-
-
-def _lost(config: StoreConfig, namespace: tuple[str, ...], key: str, what: Any) -> Exception:
-    part = text(what)
-    redis_key = namespace_keys(config.prefix, namespace)[_PART_KEY[part]]
-    return StoreItemLostError(namespace, key, part, redis_key)
 
 
 def _put_calls(config: StoreConfig, op: PutOp, now: str, stamp: str, vectors: bytes) -> list[Call]:
@@ -271,7 +105,7 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
             if kind == "get":
                 assert isinstance(op, GetOp)
                 if reply and isinstance(reply[0], int):
-                    raise _lost(config, op.namespace, op.key, reply[1])
+                    raise item_lost(config, op.namespace, op.key, reply[1])
                 results[i] = (
                     None
                     if not reply
@@ -279,8 +113,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
                         value=json.loads(reply[0]),
                         key=op.key,
                         namespace=op.namespace,
-                        created_at=_moment(reply[1]),
-                        updated_at=_moment(reply[2]),
+                        created_at=moment(reply[1]),
+                        updated_at=moment(reply[2]),
                     )
                 )
             elif kind == "search":
@@ -346,40 +180,6 @@ def _put_round(
         yield again
 
 
-def _page_calls(
-    config: StoreConfig,
-    cursors: Sequence[_Cursor],
-    now: str,
-    refresh: str,
-    page: int,
-    vectors: bool,
-) -> list[Call]:
-    """The next page of each cursor's namespace (store_page.lua), with the items' vectors
-    when ``vectors``."""
-    return [
-        (
-            "script",
-            "store_page",
-            namespace_keys(config.prefix, c.namespace),
-            [now, refresh, c.score, c.member, page, *(["1", PAGE_BYTES] if vectors else ["", ""])],
-        )
-        for c in cursors
-    ]
-
-
-def _advance(config: StoreConfig, cursor: _Cursor, reply: Any, page: int) -> list[Any]:
-    """The items of a page's reply, the cursor moved past them (done after a short page); an
-    item that lost a key raises."""
-    read = int(reply[0])
-    if read < 0:
-        raise _lost(config, cursor.namespace, text(reply[1]), reply[2])
-    if read:
-        cursor.score, cursor.member = reply[1], reply[2]
-    if read < page:
-        cursor.done = True
-    return list(reply[3:])
-
-
 # A search over more namespaces than this reads each one's newest entry first and then
 # pages only those whose items can come first (_search); fewer are paged at once.
 SEARCH_HEADS_FROM = 32
@@ -400,13 +200,13 @@ def _search(
     if op.limit <= 0 or not namespaces:
         return []
     need = op.offset + op.limit
-    page = max(PAGE_MIN, min(PAGE_MAX, need if not op.filter else need * 4))
+    page = page_size(need if not op.filter else need * 4)
     refresh = "1" if op.refresh_ttl else "0"
-    cursors: list[_Cursor] = []
+    cursors: list[Cursor] = []
     # (head, cursor), newest head first: the namespaces not paged yet
-    waiting: deque[tuple[datetime, _Cursor]] = deque()
+    waiting: deque[tuple[datetime, Cursor]] = deque()
     if len(namespaces) <= SEARCH_HEADS_FROM:
-        cursors = [_Cursor(n) for n in namespaces]
+        cursors = [Cursor(n) for n in namespaces]
     else:
         replies = yield [
             (
@@ -424,9 +224,9 @@ def _search(
     while len(matched) < need:
         wanted = [c for c in cursors if not c.buffer and not c.done]
         if wanted:
-            replies = yield _page_calls(config, wanted, now, refresh, page, vectors=False)
+            replies = yield page_calls(config, wanted, now, refresh, page, vector_bytes=None)
             for c, reply in zip(wanted, replies, strict=True):
-                body = _advance(config, c, reply, page)
+                body = advance(config, c, reply, page)
                 for j in range(0, len(body), 4):
                     value = json.loads(body[j + 1])
                     if op.filter and not all(
@@ -438,8 +238,8 @@ def _search(
                             namespace=c.namespace,
                             key=text(body[j]),
                             value=value,
-                            created_at=_moment(body[j + 2]),
-                            updated_at=_moment(body[j + 3]),
+                            created_at=moment(body[j + 2]),
+                            updated_at=moment(body[j + 3]),
                         )
                     )
         live = [c for c in cursors if c.buffer or not c.done]
@@ -466,14 +266,14 @@ def _search(
 _INDEX = KEY_SUFFIXES.index("z")
 
 
-def _head(namespace: tuple[str, ...], reply: Any) -> tuple[datetime, _Cursor]:
+def _head(namespace: tuple[str, ...], reply: Any) -> tuple[datetime, Cursor]:
     """A namespace's newest entry, from ZREVRANGE 0 0 WITHSCORES (a flat [member, score] over
     RESP2, [[member, score]] over RESP3): its updated_at, and the namespace's cursor bounded
     at it (the first page starts at the head itself: its member and a NUL byte sorts right
     after it), so that what a put adds after the heads were read is not merged late."""
     member, score = reply[0] if isinstance(reply[0], (list, tuple)) else reply[:2]
     after = member + (b"\x00" if isinstance(member, bytes) else "\x00")
-    return _moment(score), _Cursor(namespace, score=score, member=after)
+    return moment(score), Cursor(namespace, score=score, member=after)
 
 
 # A query search's reply per round stays near this many bytes of values and vectors: a page
@@ -502,12 +302,12 @@ def _vector_search(
     need = op.offset + op.limit
     # a page's reply stays near PAGE_BYTES of values and vectors (one vector an item most
     # often; the script ends a page of items with many at PAGE_BYTES, store_page.lua)
-    page = max(PAGE_MIN, min(PAGE_MAX, PAGE_BYTES // (4 * config.dims)))
+    page = page_size(PAGE_BYTES // (4 * config.dims))
     # namespaces a round: from a full round of full pages, then as many as the bytes the
     # last round brought say fit (at most four times as many: small namespaces of small
     # vectors go a few rounds, not one per PAGE_BYTES)
     per_round = max(1, VECTOR_ROUND_BYTES // PAGE_BYTES)
-    cursors = [_Cursor(n) for n in namespaces]
+    cursors = [Cursor(n) for n in namespaces]
     # (order key, (namespace, key, value JSON or parsed, created µs, updated µs, score))
     kept: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
     while True:
@@ -516,12 +316,12 @@ def _vector_search(
             break
         # (read without renewing: a query reads every item under the prefix, and only those
         # it returns are renewed, below, as PostgresStore does)
-        replies = yield _page_calls(config, wanted, now, "0", page, vectors=True)
+        replies = yield page_calls(config, wanted, now, "0", page, vector_bytes=PAGE_BYTES)
         found: list[tuple[Any, ...]] = []
         blobs: list[bytes] = []
         held = 0
         for c, reply in zip(wanted, replies, strict=True):
-            body = _advance(config, c, reply, page)
+            body = advance(config, c, reply, page)
             held += sum(len(body[j + 1]) + len(body[j + 4]) for j in range(0, len(body), 5))
             for j in range(0, len(body), 5):
                 value: Any = body[j + 1]
@@ -552,8 +352,8 @@ def _vector_search(
                 namespace=namespace,
                 key=text(key),
                 value=json.loads(value) if isinstance(value, (bytes, str)) else value,
-                created_at=_moment(created),
-                updated_at=_moment(updated),
+                created_at=moment(created),
+                updated_at=moment(updated),
                 score=score,
             )
         )
@@ -596,7 +396,7 @@ def _scored(
     it; None when it is gone. A lost part raises."""
     assert config.dims is not None
     if reply and isinstance(reply[0], int):
-        raise _lost(config, namespace, key, reply[1])
+        raise item_lost(config, namespace, key, reply[1])
     if not reply:
         return None
     value: Any = reply[0]
@@ -707,8 +507,8 @@ def _server_vector_search(
             namespace=namespace,
             key=key,
             value=json.loads(value) if isinstance(value, (bytes, str)) else value,
-            created_at=_moment(created),
-            updated_at=_moment(updated),
+            created_at=moment(created),
+            updated_at=moment(updated),
             score=score,
         )
         for _, (namespace, key, value, created, updated, score, _) in ranked[:need]
