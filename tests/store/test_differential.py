@@ -28,6 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from langgraph.store.memory import InMemoryStore
 
 from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
+from langgraph.store.rediskv import search as search_module
 
 from ..conftest import new_prefix
 
@@ -62,7 +63,7 @@ def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]
     return [(tuple(i.namespace), i.key, i.value) for i in items]
 
 
-SEARCH_HEADS_FROM = core.SEARCH_HEADS_FROM
+SEARCH_HEADS_FROM = search_module.SEARCH_HEADS_FROM
 LISTING_STEP_MIN = core.LISTING_STEP_MIN
 SERVER: list[str] = []  # the suite's server (a state machine takes no fixture)
 STACK: list[str] = []  # a Redis Stack's, for ServerVectorDifferential
@@ -103,7 +104,7 @@ class Differential(RuleBasedStateMachine):
         return getattr(self.store, name)(*args, **kwargs)
 
     def teardown(self) -> None:
-        core.SEARCH_HEADS_FROM = SEARCH_HEADS_FROM
+        search_module.SEARCH_HEADS_FROM = SEARCH_HEADS_FROM
         core.LISTING_STEP_MIN = LISTING_STEP_MIN
         if hasattr(self, "store"):
             if self.asynchronous:
@@ -126,10 +127,10 @@ class Differential(RuleBasedStateMachine):
     )
     def step_sizes(self, heads_from: int, listing_step: int) -> None:
         """How many namespaces a search pages at once before it reads their heads first
-        (core._search: 0, every search over a prefix takes the heads' path), and the least
+        (search.plain_search: 0, every search over a prefix takes the heads' path), and the least
         step of a listing through the index (core.listing_step: small ones end steps at
         every namespace)."""
-        core.SEARCH_HEADS_FROM = heads_from
+        search_module.SEARCH_HEADS_FROM = heads_from
         core.LISTING_STEP_MIN = listing_step
 
     @rule(namespace=NAMESPACES, key=KEYS)

@@ -1,5 +1,5 @@
 """The edges of the cut listing (core._list_cut_namespaces: list_namespaces with a
-max_depth) and of the heads' search (core._search over many namespaces), found by a hostile
+max_depth) and of the heads' search (search.plain_search over many namespaces), found by a hostile
 review: a namespace shorter than the depth at the end of a step, max_depth 0 and negative,
 and a put between the heads' round and a later page round. Each failed before its fix."""
 
