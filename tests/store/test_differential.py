@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from langgraph.store.memory import InMemoryStore
 
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core, semantic
 from langgraph.store.rediskv import search as search_module
 
 from ..conftest import new_prefix
@@ -323,11 +323,11 @@ class ServerVectorDifferential(VectorDifferential):
     @initialize()
     def start(self) -> None:
         super().start()
-        self.knn_min, core.KNN_MIN = core.KNN_MIN, 1
+        self.knn_min, semantic.KNN_MIN = semantic.KNN_MIN, 1
 
     def teardown(self) -> None:
         if hasattr(self, "knn_min"):
-            core.KNN_MIN = self.knn_min
+            semantic.KNN_MIN = self.knn_min
         super().teardown()
 
 

@@ -182,7 +182,7 @@ def test_a_timed_out_knn_is_taken_for_every_vector_and_answers_wrong(
     pair: tuple[RedisStore, RedisStore], stack: redis.Redis
 ) -> None:
     """HIGH. A KNN that times out on the server (RediSearch's default ON_TIMEOUT is RETURN,
-    TIMEOUT 500 ms) returns fewer ids than K with a warning; ``_server_vector_search`` reads
+    TIMEOUT 500 ms) returns fewer ids than K with a warning; ``semantic.server_vector_search`` reads
     ``len(found) < k`` as "the KNN returned every vector under the prefix" (``exhausted``), so
     the items the KNN did not reach are either left out or appended as "items without
     vectors" with ``score=None``: a silently wrong answer. Seen live in this review on 30,000
@@ -396,11 +396,11 @@ def test_import_of_a_conflict_deleted_meanwhile_is_copied_without_vectors(
 def test_an_item_updated_during_a_client_query_search_is_never_scored(
     pair: tuple[RedisStore, RedisStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """LOW/MEDIUM. ``_vector_search`` pages each namespace newest-first after a cursor; an
-    item re-put (same value) after the first page moved above the cursor and is never read:
-    the best match of the store is missing from the answer, in either version (InMemoryStore
-    answers atomically; the server path, which reads by KNN, finds it). On a Redis Cluster
-    the vector search is always this path."""
+    """LOW/MEDIUM. ``semantic.client_vector_search`` pages each namespace newest-first after a
+    cursor; an item re-put (same value) after the first page moved above the cursor and is never
+    read: the best match of the store is missing from the answer, in either version (InMemoryStore
+    answers atomically; the server path, which reads by KNN, finds it). On a Redis Cluster the
+    vector search is always this path."""
     server, client = pair
     monkeypatch.setattr(paging, "PAGE_MAX", 16)  # (a page of 16 items, not 512)
     client.put(("a",), "best", {"text": "v0"})  # the oldest: on the last page
