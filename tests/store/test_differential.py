@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from langgraph.store.memory import InMemoryStore
 
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core, semantic
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, listing, semantic
 from langgraph.store.rediskv import search as search_module
 
 from ..conftest import new_prefix
@@ -64,7 +64,7 @@ def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]
 
 
 SEARCH_HEADS_FROM = search_module.SEARCH_HEADS_FROM
-LISTING_STEP_MIN = core.LISTING_STEP_MIN
+LISTING_STEP_MIN = listing.LISTING_STEP_MIN
 SERVER: list[str] = []  # the suite's server (a state machine takes no fixture)
 STACK: list[str] = []  # a Redis Stack's, for ServerVectorDifferential
 
@@ -105,7 +105,7 @@ class Differential(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         search_module.SEARCH_HEADS_FROM = SEARCH_HEADS_FROM
-        core.LISTING_STEP_MIN = LISTING_STEP_MIN
+        listing.LISTING_STEP_MIN = LISTING_STEP_MIN
         if hasattr(self, "store"):
             if self.asynchronous:
                 self.loop.run_until_complete(self.store.aclose())
@@ -128,10 +128,10 @@ class Differential(RuleBasedStateMachine):
     def step_sizes(self, heads_from: int, listing_step: int) -> None:
         """How many namespaces a search pages at once before it reads their heads first
         (search.plain_search: 0, every search over a prefix takes the heads' path), and the least
-        step of a listing through the index (core.listing_step: small ones end steps at
-        every namespace)."""
+        step of a listing through the index (listing.listing_step: small ones end steps at every
+        namespace)."""
         search_module.SEARCH_HEADS_FROM = heads_from
-        core.LISTING_STEP_MIN = listing_step
+        listing.LISTING_STEP_MIN = listing_step
 
     @rule(namespace=NAMESPACES, key=KEYS)
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
