@@ -1,6 +1,17 @@
 """The store's operations, sans I/O: ``run_batch`` is a generator that yields rounds of calls
 (one pipeline each) and receives their replies; ``RedisStore`` and ``AsyncRedisStore`` drive it
-over a sync or an async client."""
+over a sync or an async client. It reads the batch's gets, hands each search and listing to
+its module, and writes the puts, in one round after every read.
+
+The parts, imported one way (none of them imports this module):
+
+- rounds: ``Call``, ``Rounds``, ``errors_raised``, ``StoreConfig``, ``item_lost``, ``moment``;
+  filters: InMemoryStore's filter comparisons; namespaces: labels refused, match conditions;
+- paging: a namespace's pages of its index (``Cursor``, ``page_calls``, ``advance``);
+- search: the plain search; semantic: the query search, on the client or on the server
+  (it falls back on the plain search for items without vectors);
+- sweep: which namespaces are live (``live_namespaces``) and the TTL sweep; listing:
+  ``list_namespaces``, which counts the namespaces it lists by ``live_namespaces``."""
 
 from __future__ import annotations
 
