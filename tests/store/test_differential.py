@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from langgraph.store.memory import InMemoryStore
 
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, listing, semantic
+from langgraph.store.rediskv import search as search_module
 
 from ..conftest import new_prefix
 
@@ -62,8 +63,8 @@ def shape(items: list[Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]
     return [(tuple(i.namespace), i.key, i.value) for i in items]
 
 
-SEARCH_HEADS_FROM = core.SEARCH_HEADS_FROM
-LISTING_STEP_MIN = core.LISTING_STEP_MIN
+SEARCH_HEADS_FROM = search_module.SEARCH_HEADS_FROM
+LISTING_STEP_MIN = listing.LISTING_STEP_MIN
 SERVER: list[str] = []  # the suite's server (a state machine takes no fixture)
 STACK: list[str] = []  # a Redis Stack's, for ServerVectorDifferential
 
@@ -103,8 +104,8 @@ class Differential(RuleBasedStateMachine):
         return getattr(self.store, name)(*args, **kwargs)
 
     def teardown(self) -> None:
-        core.SEARCH_HEADS_FROM = SEARCH_HEADS_FROM
-        core.LISTING_STEP_MIN = LISTING_STEP_MIN
+        search_module.SEARCH_HEADS_FROM = SEARCH_HEADS_FROM
+        listing.LISTING_STEP_MIN = LISTING_STEP_MIN
         if hasattr(self, "store"):
             if self.asynchronous:
                 self.loop.run_until_complete(self.store.aclose())
@@ -126,11 +127,11 @@ class Differential(RuleBasedStateMachine):
     )
     def step_sizes(self, heads_from: int, listing_step: int) -> None:
         """How many namespaces a search pages at once before it reads their heads first
-        (core._search: 0, every search over a prefix takes the heads' path), and the least
-        step of a listing through the index (core.listing_step: small ones end steps at
-        every namespace)."""
-        core.SEARCH_HEADS_FROM = heads_from
-        core.LISTING_STEP_MIN = listing_step
+        (search.plain_search: 0, every search over a prefix takes the heads' path), and the least
+        step of a listing through the index (listing.listing_step: small ones end steps at every
+        namespace)."""
+        search_module.SEARCH_HEADS_FROM = heads_from
+        listing.LISTING_STEP_MIN = listing_step
 
     @rule(namespace=NAMESPACES, key=KEYS)
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
@@ -322,11 +323,11 @@ class ServerVectorDifferential(VectorDifferential):
     @initialize()
     def start(self) -> None:
         super().start()
-        self.knn_min, core.KNN_MIN = core.KNN_MIN, 1
+        self.knn_min, semantic.KNN_MIN = semantic.KNN_MIN, 1
 
     def teardown(self) -> None:
         if hasattr(self, "knn_min"):
-            core.KNN_MIN = self.knn_min
+            semantic.KNN_MIN = self.knn_min
         super().teardown()
 
 

@@ -11,7 +11,7 @@ import redis
 from langgraph.store.base import SearchOp
 
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
-from langgraph.store.rediskv import RedisStore, core
+from langgraph.store.rediskv import RedisStore, core, paging
 from langgraph.store.rediskv.keys import namespace_keys
 
 from ..conftest import new_prefix
@@ -109,8 +109,8 @@ def test_an_evicted_key_of_an_item_is_a_clear_error(store: RedisStore, client: r
 def test_pages_of_one_search_neither_skip_nor_repeat_under_concurrent_updates(
     store: RedisStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(core, "PAGE_MIN", 3)
-    monkeypatch.setattr(core, "PAGE_MAX", 3)
+    monkeypatch.setattr(paging, "PAGE_MIN", 3)
+    monkeypatch.setattr(paging, "PAGE_MAX", 3)
     for n in range(10):
         store.put(("p",), f"k{n}", {"n": n})
     rounds = core.run_batch(store.config, [SearchOp(("p",), limit=20)])
@@ -138,8 +138,8 @@ def test_pages_break_ties_of_updated_at_on_the_key(
 ) -> None:
     """Items of one updated_at (written by an older release: a put now stamps above its
     namespace's newest) are paged in the index's order, the key descending byte by byte."""
-    monkeypatch.setattr(core, "PAGE_MIN", 2)
-    monkeypatch.setattr(core, "PAGE_MAX", 2)
+    monkeypatch.setattr(paging, "PAGE_MIN", 2)
+    monkeypatch.setattr(paging, "PAGE_MAX", 2)
     keys = ["a", "b", "ä", "B", "a1"]
     for key in keys:
         store.put(("t",), key, {"k": key})

@@ -13,7 +13,7 @@ import pytest
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from langgraph.store.rediskv import RedisStore, core
+from langgraph.store.rediskv import RedisStore, listing
 
 from ..conftest import new_prefix
 
@@ -27,15 +27,16 @@ def store(server_url: str) -> Iterator[RedisStore]:
 
 
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many namespaces each liveness round of the store counts."""
+    """How many namespaces each liveness round of a listing counts (listing.py's
+    live_namespaces: the sweep's rounds are not counted)."""
     sizes: list[int] = []
-    real = core._alive
+    real = listing.live_namespaces
 
     def spy(config: Any, namespaces: list[tuple[str, ...]], now: str) -> Any:
         sizes.append(len(namespaces))
         return (yield from real(config, namespaces, now))
 
-    monkeypatch.setattr(core, "_alive", spy)
+    monkeypatch.setattr(listing, "live_namespaces", spy)
     return sizes
 
 

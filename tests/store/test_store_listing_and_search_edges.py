@@ -1,7 +1,7 @@
-"""The edges of the cut listing (core._list_cut_namespaces: list_namespaces with a
-max_depth) and of the heads' search (core._search over many namespaces), found by a hostile
-review: a namespace shorter than the depth at the end of a step, max_depth 0 and negative,
-and a put between the heads' round and a later page round. Each failed before its fix."""
+"""The edges of the cut listing (listing._list_cut_namespaces: list_namespaces with a max_depth) and
+of the heads' search (search.plain_search over many namespaces), found by a hostile review: a
+namespace shorter than the depth at the end of a step, max_depth 0 and negative, and a put between
+the heads' round and a later page round. Each failed before its fix."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from langgraph.store.rediskv import RedisStore, core
+from langgraph.store.rediskv import RedisStore, listing
 
 from ..conftest import new_prefix
 
@@ -56,7 +56,7 @@ def test_a_short_namespace_that_ends_a_page_keeps_the_cuts_under_it(
     """A page of the index (step = max(offset + limit, 64) members) whose last member is a
     namespace shorter than max_depth, ("b",), that was found live: the walk jumps to
     "[b\\x01", past ("b", "c"), whose cut ("b", "c") is another answer."""
-    step = max(limit, core.LISTING_STEP_MIN)
+    step = max(limit, listing.LISTING_STEP_MIN)
     # step - 1 namespaces of one cut ("a", "x"), then ("b",) last in the page, then ("b", "c")
     namespaces = [("a", "x", f"{i:03d}") for i in range(step - 1)] + [("b",), ("b", "c")]
     memory = both(store, namespaces)

@@ -23,7 +23,7 @@ from langgraph.store.base import Item, PutOp
 from redis.cluster import key_slot
 
 import langgraph.store.rediskv as rediskv_store
-from langgraph.store.rediskv import RedisStore, core
+from langgraph.store.rediskv import RedisStore, paging, rounds
 from langgraph.store.rediskv.keys import namespace_keys, vector_doc_prefix
 
 from ..conftest import LocalCluster, SlotMove, new_prefix
@@ -168,7 +168,7 @@ def _timeout_reply(reply: Any, keep: int) -> Any:
 def _truncate_knn(store: RedisStore, keep: int) -> None:
     real = store._run
 
-    def run(calls: list[core.Call]) -> list[Any]:
+    def run(calls: list[rounds.Call]) -> list[Any]:
         replies = real(calls)
         return [
             _timeout_reply(r, keep) if c[1] == "FT.SEARCH" and "KNN" in str(c[2][1]) else r
@@ -182,7 +182,7 @@ def test_a_timed_out_knn_is_taken_for_every_vector_and_answers_wrong(
     pair: tuple[RedisStore, RedisStore], stack: redis.Redis
 ) -> None:
     """HIGH. A KNN that times out on the server (RediSearch's default ON_TIMEOUT is RETURN,
-    TIMEOUT 500 ms) returns fewer ids than K with a warning; ``_server_vector_search`` reads
+    TIMEOUT 500 ms) returns fewer ids than K with a warning; ``semantic.server_vector_search`` reads
     ``len(found) < k`` as "the KNN returned every vector under the prefix" (``exhausted``), so
     the items the KNN did not reach are either left out or appended as "items without
     vectors" with ``score=None``: a silently wrong answer. Seen live in this review on 30,000
@@ -219,7 +219,7 @@ def _resp2_replies(store: RedisStore, reply_for: Any) -> None:
         assert isinstance(reply, list), reply  # (a RESP2 connection's reply)
         return reply_for(reply)
 
-    def run(calls: list[core.Call]) -> list[Any]:
+    def run(calls: list[rounds.Call]) -> list[Any]:
         replies = real(calls)
         return [
             resp2(r) if c[1] == "FT.SEARCH" and "KNN" in str(c[2][1]) else r
@@ -396,19 +396,19 @@ def test_import_of_a_conflict_deleted_meanwhile_is_copied_without_vectors(
 def test_an_item_updated_during_a_client_query_search_is_never_scored(
     pair: tuple[RedisStore, RedisStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """LOW/MEDIUM. ``_vector_search`` pages each namespace newest-first after a cursor; an
-    item re-put (same value) after the first page moved above the cursor and is never read:
-    the best match of the store is missing from the answer, in either version (InMemoryStore
-    answers atomically; the server path, which reads by KNN, finds it). On a Redis Cluster
-    the vector search is always this path."""
+    """LOW/MEDIUM. ``semantic.client_vector_search`` pages each namespace newest-first after a
+    cursor; an item re-put (same value) after the first page moved above the cursor and is never
+    read: the best match of the store is missing from the answer, in either version (InMemoryStore
+    answers atomically; the server path, which reads by KNN, finds it). On a Redis Cluster the
+    vector search is always this path."""
     server, client = pair
-    monkeypatch.setattr(core, "PAGE_MAX", 16)  # (a page of 16 items, not 512)
+    monkeypatch.setattr(paging, "PAGE_MAX", 16)  # (a page of 16 items, not 512)
     client.put(("a",), "best", {"text": "v0"})  # the oldest: on the last page
     client.batch([PutOp(("a",), f"k{n}", {"text": f"v{n}"}) for n in range(10, 50)])
     real = client._run
     rounds = []
 
-    def run(calls: list[core.Call]) -> list[Any]:
+    def run(calls: list[rounds.Call]) -> list[Any]:
         replies = real(calls)
         if calls and calls[0][1] == "store_page":
             rounds.append(1)

@@ -1,6 +1,6 @@
 """A search across many namespaces pages only the namespaces whose items can come first.
 
-Over more than ``core.SEARCH_HEADS_FROM`` namespaces, a search reads each namespace's newest
+Over more than ``search.SEARCH_HEADS_FROM`` namespaces, a search reads each namespace's newest
 entry (its head) and pages a namespace only once its head could come before the best item
 read, opening namespaces in batches that double. These tests count the namespaces each
 round pages, and check the answers against the path that pages every namespace at once."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph.store.base import PutOp
 
-from langgraph.store.rediskv import RedisStore, core
+from langgraph.store.rediskv import RedisStore, search
 
 from ..conftest import new_prefix
 
@@ -27,15 +27,16 @@ def store(server_url: str) -> Iterator[RedisStore]:
 
 
 def paged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many namespaces each page round of the store's searches reads."""
+    """How many namespaces each page round of the plain search reads (search.py's page_calls:
+    the query search's pages are not counted)."""
     sizes: list[int] = []
-    real = core._page_calls
+    real = search.page_calls
 
     def spy(config: Any, cursors: Any, *args: Any, **kwargs: Any) -> Any:
         sizes.append(len(cursors))
         return real(config, cursors, *args, **kwargs)
 
-    monkeypatch.setattr(core, "_page_calls", spy)
+    monkeypatch.setattr(search, "page_calls", spy)
     return sizes
 
 
@@ -125,10 +126,10 @@ def test_ties_across_namespaces_come_as_from_the_search_that_pages_every_namespa
     store.config.clock = lambda: 1_700_000_000_000
     for n in USERS[:40]:
         store.batch([PutOp(n, "a", {"v": 1}), PutOp(n, "b", {"v": 2})])
-    monkeypatch.setattr(core, "SEARCH_HEADS_FROM", 1_000)
+    monkeypatch.setattr(search, "SEARCH_HEADS_FROM", 1_000)
     answers = {}
     for heads_from in (1_000, 0):
-        monkeypatch.setattr(core, "SEARCH_HEADS_FROM", heads_from)
+        monkeypatch.setattr(search, "SEARCH_HEADS_FROM", heads_from)
         answers[heads_from] = [
             keys_of(store.search(("users",), limit=limit, offset=offset)) for offset in (0, 3)
         ]
@@ -149,7 +150,7 @@ def test_a_tie_goes_to_the_namespace_the_merge_prefers_not_the_one_the_index_lis
         store.put(n, "k", {"n": list(n)})
     answers = {}
     for heads_from in (1_000, 0):
-        monkeypatch.setattr(core, "SEARCH_HEADS_FROM", heads_from)
+        monkeypatch.setattr(search, "SEARCH_HEADS_FROM", heads_from)
         answers[heads_from] = (
             keys_of(store.search(("a",), limit=1)),
             keys_of(store.search((), limit=1)),

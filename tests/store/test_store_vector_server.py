@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, semantic
 from langgraph.store.rediskv.keys import (
     parse_vector_doc_key,
     vector_doc_key,
@@ -115,7 +115,7 @@ def test_the_server_path_is_taken_and_ranks_as_inmemorystore(
 def test_a_filter_that_keeps_few_asks_the_knn_again_and_stays_exact(
     store: RedisStore, stack: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(core, "KNN_MIN", 4)
+    monkeypatch.setattr(semantic, "KNN_MIN", 4)
     for n in range(0, 180, 5):  # 36 items, the nearest first; every 9th kept by the filter
         store.put(("a", str(n % 3)), f"k{n}", {"text": f"v{n}", "keep": n % 45 == 0})
     before = ft_searches(stack)
@@ -130,8 +130,8 @@ def test_a_filter_that_keeps_few_asks_the_knn_again_and_stays_exact(
 def test_past_knn_max_the_search_is_the_clients(
     store: RedisStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(core, "KNN_MIN", 2)
-    monkeypatch.setattr(core, "KNN_MAX", 8)
+    monkeypatch.setattr(semantic, "KNN_MIN", 2)
+    monkeypatch.setattr(semantic, "KNN_MAX", 8)
     for n in range(0, 100, 5):
         store.put(("a",), f"k{n}", {"text": f"v{n}", "keep": n >= 90})
     found = store.search(("a",), query="v0", filter={"keep": True}, limit=2)

@@ -16,7 +16,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph.store import memory
-from langgraph.store.rediskv import AsyncRedisStore, RedisStore, core, vectors
+from langgraph.store.rediskv import AsyncRedisStore, RedisStore, semantic, vectors
 from langgraph.store.rediskv.keys import namespace_keys
 
 from ..conftest import new_prefix
@@ -316,12 +316,12 @@ def test_a_search_over_several_pages_ranks_as_inmemorystore(
         page = store.search(("p",), query="5", limit=3, offset=700)
         assert [i.key for i in page] == [i.key for i in want[700:703]]
         # a round of one page: the namespaces one after the other, the best kept between
-        monkeypatch.setattr(core, "VECTOR_ROUND_BYTES", 512 * 4 * 4)
+        monkeypatch.setattr(semantic, "VECTOR_ROUND_BYTES", 512 * 4 * 4)
         rounds.clear()
         page = store.search(("p",), query="5", limit=3, offset=2)
         assert [(i.key, i.score) for i in page] == [(i.key, i.score) for i in want[2:5]]
         pages = [[(c[2][0][-6:], c[3][4:]) for c in calls] for calls in rounds[1:-1]]
-        one = [512, "1", core.PAGE_BYTES]
+        one = [512, "1", semantic.PAGE_BYTES]
         assert pages == [[("p.0}:h", one)]] * 2 + [[("p.1}:h", one)]] * 2
         assert [(c[1], c[3][2].decode()) for c in rounds[-1]] == [
             ("store_get", i.key) for i in page
@@ -378,8 +378,8 @@ def test_a_query_search_pages_by_bytes_when_items_hold_many_vectors(
     ]
     model.batch(ops)
     item_bytes = 4 + 20 * 16 * 4 + len(json.dumps(ops[-1].value, separators=(",", ":")))
-    monkeypatch.setattr(core, "PAGE_BYTES", 3 * item_bytes)
-    monkeypatch.setattr(core, "VECTOR_ROUND_BYTES", 6 * item_bytes)
+    monkeypatch.setattr(semantic, "PAGE_BYTES", 3 * item_bytes)
+    monkeypatch.setattr(semantic, "VECTOR_ROUND_BYTES", 6 * item_bytes)
     with RedisStore.from_conn_string(server_url, prefix=new_prefix(), index=index) as store:  # type: ignore[arg-type]
         store.batch(ops)
         held: list[list[int]] = []

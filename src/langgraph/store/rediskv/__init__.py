@@ -27,8 +27,11 @@ from langgraph.checkpoint.rediskv.sync import cluster_client
 from . import ft
 from .async_cluster import AsyncClusterRounds
 from .base import default_url, refuse_vector_decoding_client, store_config, store_script_sources
-from .core import Call, Rounds, check_namespaces, errors_raised, run_batch, run_sweep
+from .core import run_batch
 from .imports import EmbedRequest, ImportBatch, import_steps
+from .namespaces import check_namespaces
+from .rounds import Call, Rounds, errors_raised
+from .sweep import run_sweep
 from .sync_cluster import ClusterRounds
 from .vectors import aembed, embed, plan, vector_index
 

@@ -37,7 +37,7 @@ from langgraph.checkpoint.rediskv.base import (
 from langgraph.checkpoint.rediskv.errors import RedisUnavailableError
 from langgraph.checkpoint.rediskv.options import SLOT_MOVE_WAIT
 
-from .core import Call
+from .rounds import Call
 
 __all__ = ["AsyncClusterRounds"]
 

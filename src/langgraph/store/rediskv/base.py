@@ -11,7 +11,7 @@ from langgraph.store.base import TTLConfig
 from langgraph.checkpoint.rediskv.base import refuse_decoding_client
 from langgraph.checkpoint.rediskv.scripts import assemble, lua_dir
 
-from .core import StoreConfig
+from .rounds import StoreConfig
 
 STORE_SCRIPTS = ("store_put", "store_get", "store_page", "store_alive", "store_import")
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from langgraph.store.base import InvalidNamespaceError, Item, PutOp
 
-from .core import Call, StoreConfig, check_namespaces
 from .keys import index_member, namespace_index_key, namespace_keys, namespace_tags, text
+from .namespaces import check_namespaces
+from .rounds import Call, StoreConfig
 from .vectors import Embedding
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
