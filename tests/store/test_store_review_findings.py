@@ -74,11 +74,13 @@ def make(url: str, prefix: str, mode: str, index: dict[str, Any] = INDEX) -> Red
     return store
 
 
-@pytest.fixture
-def pair(url: str, stack: redis.Redis) -> Iterator[tuple[RedisStore, RedisStore]]:
-    """A server-path store and a client-path store on one fresh prefix; its keys deleted."""
+def stores_on_a_fresh_prefix(
+    url: str, stack: redis.Redis, server_url: str
+) -> Iterator[tuple[RedisStore, RedisStore]]:
+    """A server-path store (on ``server_url``) and a client-path store on one fresh prefix;
+    its keys and its vector index deleted afterwards."""
     prefix = new_prefix()
-    server = make(url, prefix, "server")
+    server = make(server_url, prefix, "server")
     client = make(url, prefix, "client")
     assert server.config.server_search
     try:
@@ -90,6 +92,12 @@ def pair(url: str, stack: redis.Redis) -> Iterator[tuple[RedisStore, RedisStore]
             stack.delete(key)
         with contextlib.suppress(redis.ResponseError):
             stack.execute_command("FT.DROPINDEX", f"{prefix}:store:vec")
+
+
+@pytest.fixture
+def pair(url: str, stack: redis.Redis) -> Iterator[tuple[RedisStore, RedisStore]]:
+    """A server-path store and a client-path store on one fresh prefix; its keys deleted."""
+    yield from stores_on_a_fresh_prefix(url, stack, url)
 
 
 # --- 1. an evicted `v` (the HDEL v == 1 shortcut) ------------------------------------------
@@ -232,19 +240,7 @@ def _resp2_replies(store: RedisStore, reply_for: Any) -> None:
 @pytest.fixture
 def resp2_pair(url: str, stack: redis.Redis) -> Iterator[tuple[RedisStore, RedisStore]]:
     """As ``pair``, the server-path store speaking RESP2 (``?protocol=2``)."""
-    prefix = new_prefix()
-    server = make(f"{url}?protocol=2", prefix, "server")
-    client = make(url, prefix, "client")
-    assert server.config.server_search
-    try:
-        yield server, client
-    finally:
-        server.close()
-        client.close()
-        for key in stack.scan_iter(match=f"{prefix}:*", count=1000):
-            stack.delete(key)
-        with contextlib.suppress(redis.ResponseError):
-            stack.execute_command("FT.DROPINDEX", f"{prefix}:store:vec")
+    yield from stores_on_a_fresh_prefix(url, stack, f"{url}?protocol=2")
 
 
 def test_a_resp2_timeout_under_on_timeout_fail_goes_to_the_client_path(
