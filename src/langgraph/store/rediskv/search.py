@@ -17,8 +17,10 @@ from .paging import Cursor, advance, page_calls, page_size
 from .rounds import Call, StoreConfig, moment
 
 # A search over more namespaces than this reads each one's newest entry first and then
-# pages only those whose items can come first (plain_search); fewer are paged at once.
-SEARCH_HEADS_FROM = 32
+# pages only those whose items can come first (plain_search); fewer are paged at once. Where
+# the two meet, limit 10 over namespaces of 20 items: 12 namespaces (2.47 ms paged at once,
+# 2.49 ms by the heads); at 32, 5.88 ms against 2.71 ms.
+SEARCH_HEADS_FROM = 12
 
 
 def plain_search(
