@@ -210,8 +210,9 @@ async def test_the_sweeper_runs_with_sweep_interval_minutes(
     client = redis.Redis.from_url(server_url)
     try:
         async with store() as memory:
-            sweeper = memory._sweeper_task
-            assert sweeper is not None and not sweeper.done()
+            assert memory._sweeper is not None
+            sweeper = memory._sweeper[0]
+            assert not sweeper.done()
         assert sweeper.done()
     finally:
         unlink_prefix(client, prefix)

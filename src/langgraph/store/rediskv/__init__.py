@@ -375,8 +375,8 @@ class AsyncRedisStore(_Common):
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
-        self._sweeper_task: asyncio.Task[None] | None = None
-        self._sweeper_stop = asyncio.Event()  # set when stop_ttl_sweeper stops the task
+        # the sweeper's task, and the event stop_ttl_sweeper sets when it cancels it
+        self._sweeper: tuple[asyncio.Task[None], asyncio.Event] | None = None
 
     @classmethod
     @asynccontextmanager
@@ -488,8 +488,8 @@ class AsyncRedisStore(_Common):
         self, sweep_interval_minutes: float | None = None
     ) -> asyncio.Task[None]:
         """As :meth:`RedisStore.start_ttl_sweeper`, in a task of the running loop."""
-        if self._sweeper_task is not None and not self._sweeper_task.done():
-            return self._sweeper_task
+        if self._sweeper is not None and not self._sweeper[0].done():
+            return self._sweeper[0]
         period = self._sweep_interval(sweep_interval_minutes)
         stop = asyncio.Event()
 
@@ -508,16 +508,18 @@ class AsyncRedisStore(_Common):
                         return
                     logger.warning("the store's TTL sweep failed", exc_info=True)
 
-        self._sweeper_task = asyncio.create_task(sweep())
-        self._sweeper_stop = stop
-        return self._sweeper_task
+        task = asyncio.create_task(sweep())
+        self._sweeper = (task, stop)
+        return task
 
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper; whether it stopped within ``timeout`` seconds."""
-        task, self._sweeper_task = self._sweeper_task, None
-        if task is None or task.done():
+        if self._sweeper is None:
             return True
-        self._sweeper_stop.set()
+        (task, stop), self._sweeper = self._sweeper, None
+        if task.done():
+            return True
+        stop.set()
         task.cancel()
         done, _ = await asyncio.wait([task], timeout=timeout)
         return bool(done)
