@@ -92,7 +92,8 @@ def run_batch(config: StoreConfig, ops: Iterable[Op], embedding: Embedding | Non
             slots.append((i, "search"))
         elif isinstance(op, ListNamespacesOp):
             low, high = prefix_range(literal_prefix(op.match_conditions))
-            limit = [] if listing_step(op) is None else ["LIMIT", 0, listing_step(op)]
+            step = listing_step(op)
+            limit = [] if step is None else ["LIMIT", 0, step]
             first.append(("command", "ZRANGEBYLEX", [index, low, high, *limit], ()))
             slots.append((i, "list"))
         elif isinstance(op, PutOp):

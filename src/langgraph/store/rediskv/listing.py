@@ -45,18 +45,12 @@ def list_namespaces(
         need = op.offset + op.limit
         live: list[tuple[str, ...]] = []
         page = namespaces
-        _, high = prefix_range(literal_prefix(op.match_conditions))
-        index = namespace_index_key(config.prefix)
         while True:
             alive, _ = yield from live_namespaces(config, page, now)
             live += alive
             if len(live) >= need or len(page) < step:
                 return live[op.offset : need]
-            after = "(" + index_member(page[-1])
-            (names,) = yield [
-                ("command", "ZRANGEBYLEX", [index, after, high, "LIMIT", 0, step], ())
-            ]
-            page = [index_namespace(text(m)) for m in names]
+            page = yield from _next_step(config, op, f"({index_member(page[-1])}", step)
     namespaces, _ = yield from live_namespaces(config, namespaces, now)
     if op.match_conditions:
         namespaces = [n for n in namespaces if all(does_match(c, n) for c in op.match_conditions)]
@@ -82,8 +76,6 @@ def _list_cut_namespaces(
     per namespace. A cut counts when one namespace under it is live: the first of each is
     asked, then the others of those whose first was empty."""
     need = op.offset + op.limit
-    _, high = prefix_range(literal_prefix(op.match_conditions))
-    index = namespace_index_key(config.prefix)
     found: list[tuple[str, ...]] = []
     while page:
         groups: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
@@ -107,6 +99,16 @@ def _list_cut_namespaces(
             if found and found[-1] == cut and len(cut) == depth
             else f"({index_member(page[-1])}"
         )
-        (names,) = yield [("command", "ZRANGEBYLEX", [index, after, high, "LIMIT", 0, step], ())]
-        page = [index_namespace(text(m)) for m in names]
+        page = yield from _next_step(config, op, after, step)
     return found[op.offset : need]
+
+
+def _next_step(
+    config: StoreConfig, op: ListNamespacesOp, after: str, step: int
+) -> Generator[list[Call], list[Any], list[tuple[str, ...]]]:
+    """The next ``step`` namespaces of the index under the listing's prefix, from ``after``
+    (a ZRANGEBYLEX bound)."""
+    _, high = prefix_range(literal_prefix(op.match_conditions))
+    index = namespace_index_key(config.prefix)
+    (names,) = yield [("command", "ZRANGEBYLEX", [index, after, high, "LIMIT", 0, step], ())]
+    return [index_namespace(text(m)) for m in names]
