@@ -4,7 +4,6 @@ and a search's pages do not skip or repeat items that other clients update meanw
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -13,14 +12,6 @@ from langgraph.store.base import SearchOp
 from langgraph.checkpoint.rediskv.errors import StoreItemLostError
 from langgraph.store.rediskv import RedisStore, core, paging
 from langgraph.store.rediskv.keys import namespace_keys
-
-from ..conftest import new_prefix
-
-
-@pytest.fixture
-def store(server_url: str) -> Iterator[RedisStore]:
-    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as store:
-        yield store
 
 
 def skew_client_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:

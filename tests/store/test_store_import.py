@@ -45,12 +45,6 @@ SOURCE = [
 ]
 
 
-@pytest.fixture
-def store(server_url: str) -> Iterator[RedisStore]:
-    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as s:
-        yield s
-
-
 def facts(found: list[Any]) -> list[tuple[tuple[str, ...], str, Any, int, int]]:
     return [
         (tuple(i.namespace), i.key, i.value, micros(i.created_at), micros(i.updated_at))

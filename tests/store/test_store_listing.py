@@ -6,7 +6,6 @@ jumps past the namespaces under each cut namespace it found."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,15 +14,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph.store.rediskv import RedisStore, listing
 
-from ..conftest import new_prefix
-
 USERS = [("users", f"u{i:04d}") for i in range(500)]
-
-
-@pytest.fixture
-def store(server_url: str) -> Iterator[RedisStore]:
-    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as s:
-        yield s
 
 
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -5,7 +5,6 @@ the heads' round and a later page round. Each failed before its fix."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,14 +12,6 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph.store.rediskv import RedisStore, listing
-
-from ..conftest import new_prefix
-
-
-@pytest.fixture
-def store(server_url: str) -> Iterator[RedisStore]:
-    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as s:
-        yield s
 
 
 def both(store: RedisStore, namespaces: list[tuple[str, ...]]) -> InMemoryStore:

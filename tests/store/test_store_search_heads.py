@@ -7,7 +7,6 @@ round pages, and check the answers against the path that pages every namespace a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,15 +14,7 @@ from langgraph.store.base import PutOp
 
 from langgraph.store.rediskv import RedisStore, search
 
-from ..conftest import new_prefix
-
 USERS = [("users", f"u{i:04d}") for i in range(500)]
-
-
-@pytest.fixture
-def store(server_url: str) -> Iterator[RedisStore]:
-    with RedisStore.from_conn_string(server_url, prefix=new_prefix()) as s:
-        yield s
 
 
 def paged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
